@@ -1,0 +1,68 @@
+"""partitioner: plan pipeline-parallel LLM inference on heterogeneous GPU clusters.
+
+Public API (imported lazily, so `import partitioner` is cheap):
+
+- `plan(model, cluster, *, M=8, regime="async", objective="balanced", solver="auto",
+  order=None, time_limit_s=None) -> Plan`
+- `load_model(path)`, `load_cluster(path)`, `build_tables(model, cluster)`
+- `analyze(tau, d=None, M=1, rho=1.0)`, `simulate(tau, d, M, regime)`
+- `Plan`, `Problem`, `CostTables`, `Solution` and the errors under `PartitionerError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from partitioner.errors import (
+    ConfigError,
+    InfeasibleError,
+    InputError,
+    PartitionerError,
+    SolverError,
+)
+
+__all__ = [
+    "plan",
+    "build_problem",
+    "load_model",
+    "load_cluster",
+    "build_tables",
+    "analyze",
+    "simulate",
+    "Plan",
+    "StagePlan",
+    "Problem",
+    "CostTables",
+    "Solution",
+    "PartitionerError",
+    "InputError",
+    "ConfigError",
+    "InfeasibleError",
+    "SolverError",
+]
+
+_LAZY = {
+    "plan": "partitioner.api",
+    "build_problem": "partitioner.api",
+    "load_model": "partitioner.models",
+    "load_cluster": "partitioner.models",
+    "build_tables": "partitioner.costs",
+    "analyze": "partitioner.analysis",
+    "simulate": "partitioner.simulate",
+    "Plan": "partitioner.result",
+    "StagePlan": "partitioner.result",
+    "Problem": "partitioner.problem",
+    "CostTables": "partitioner.problem",
+    "Solution": "partitioner.problem",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'partitioner' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

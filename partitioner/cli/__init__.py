@@ -1,0 +1,81 @@
+"""The `partition` command: a thin click group and the single error boundary (house rule 8).
+
+Each command lives in its own module and is imported only when it runs, so that
+`partition --help` stays instant (no numpy, ortools or matplotlib at start-up).
+Errors: every `PartitionerError` becomes one line on stderr and its exit code
+(2 bad input, 3 infeasible, 4 solver failure); `--debug` (anywhere on the line) shows
+the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+import click
+
+__all__ = ["main", "COMMANDS"]
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module, one-line help shown by `partition --help` without importing it)
+    "analyze": ("partitioner.cli.analyze", "Closed-form makespan analysis of a stage chain."),
+    "plan": ("partitioner.cli.plan", "Plan which GPUs, in what order, hold which layers."),
+    "report": ("partitioner.cli.report", "What-if report comparing plans, baselines and GPipe."),
+    "export": ("partitioner.cli.export", "Print a plan in the format an engine takes."),
+    "costs": ("partitioner.cli.costs", "Per-layer, per-device time, memory and cut bytes."),
+    "catalog": ("partitioner.cli.catalog", "List the shipped GPU, link and model presets."),
+    "schema": ("partitioner.cli.schema", "Print the JSON Schema of model or cluster files."),
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command is invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module = importlib.import_module(COMMANDS[cmd_name][0])
+        command: click.Command = getattr(module, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--debug" in args:
+            args = [a for a in args if a != "--debug"]
+            ctx.meta["partitioner.debug"] = True
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from partitioner.errors import PartitionerError
+
+        debug = ctx.meta.get("partitioner.debug") or os.environ.get("PARTITIONER_DEBUG") == "1"
+        try:
+            return super().invoke(ctx)
+        except PartitionerError as exc:
+            if debug:
+                raise
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except OSError as exc:  # unreadable input or unwritable output
+            if debug:
+                raise
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            click.echo(f"error: {where}{exc.strerror or exc}", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="partitioner")
+def main() -> None:
+    """partitioner: plan pipeline-parallel LLM inference on heterogeneous GPU clusters.
+
+    Add --debug anywhere to see a traceback instead of a one-line error.
+    """

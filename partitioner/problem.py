@@ -1,0 +1,296 @@
+"""The planning problem as plain arrays, and the exact scoring of a candidate plan.
+
+This module is the contract between the cost model (`partitioner.costs`), which fills a
+`CostTables`, and the solvers (`partitioner.solvers`), which read a `Problem` and return a
+`Solution`. Everything here is pure: numpy arrays and frozen dataclasses, no I/O.
+
+Notation (issue 4, ../shared/docs/algorithms.md): layers 0..L-1, devices g = 0..G-1.
+A plan is a sequence of distinct devices g_0..g_{S-1} and cut points
+0 = e_0 < e_1 < ... < e_S = L; stage s holds layers [e_s, e_{s+1}) on g_s.
+
+    tau_s   = sum_{l in [e_s, e_{s+1})} c[g_s][l]
+    d_s     = alpha(g_s, g_{s+1}) + b[e_{s+1} - 1] / beta(g_s, g_{s+1})      (s < S-1)
+    sigma_s = tau_s + d_s (s < S-1),  sigma_{S-1} = tau_{S-1}               (Thm 3)
+    T_async = (M-1) tau_max + sum tau + sum d                               (Thm 2)
+    T_block = (M-1) sigma_max + sum sigma                                   (Thm 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from partitioner.errors import InputError
+
+__all__ = [
+    "CostTables",
+    "Problem",
+    "Solution",
+    "Metrics",
+    "REGIMES",
+    "OBJECTIVES",
+    "ORDERS",
+    "RTOL",
+    "stage_memory",
+    "link_delay",
+    "evaluate",
+    "objective_key",
+    "lex_compare",
+    "check_structure",
+    "explain_infeasible",
+]
+
+Regime = Literal["async", "blocking"]
+Objective = Literal["balanced", "throughput", "makespan"]
+Order = Literal["free", "fixed"]
+REGIMES: tuple[str, ...] = ("async", "blocking")
+OBJECTIVES: tuple[str, ...] = ("balanced", "throughput", "makespan")
+ORDERS: tuple[str, ...] = ("free", "fixed")
+RTOL = 1e-9  # relative tolerance for comparing objective values (issue 4)
+
+
+@dataclass(frozen=True, eq=False)
+class CostTables:
+    """Per-layer, per-device numbers (issue 3). Units: seconds, GB (1e9 bytes), bytes, bytes/s.
+
+    cost[g, l]        seconds per micro-batch of layer l on device g  (c[g][l])
+    memory_gb[l]      GB layer l needs on any device                  (m[l])
+    cut_bytes[l]      activation bytes sent on if the pipeline is cut after l (b[l])
+    capacity_gb[g]    usable memory of device g: memory minus reserve (C_g)
+    latency_s[g, h]   link latency alpha from g to h, seconds
+    bandwidth_Bps[g, h] link bandwidth beta from g to h, bytes/s (inf: free)
+    tied_gb           memory counted on both ends (tied embedding + LM head) that is
+                      saved when layer 0 and layer L-1 share one stage
+    layer_kinds[l]    "embed", "decoder" or "head" (engine exports count decoder layers)
+    params[l]         parameter count of layer l (DeepSpeed's `parameters` balance)
+    """
+
+    cost: np.ndarray
+    memory_gb: np.ndarray
+    cut_bytes: np.ndarray
+    capacity_gb: np.ndarray
+    latency_s: np.ndarray
+    bandwidth_Bps: np.ndarray
+    layer_names: tuple[str, ...]
+    device_names: tuple[str, ...]
+    gpu_names: tuple[str, ...]
+    node_names: tuple[str, ...]
+    layer_kinds: tuple[str, ...] = ()
+    params: np.ndarray | None = None
+    tied_gb: float = 0.0
+    model_name: str = ""
+
+    def __post_init__(self) -> None:
+        G, L = np.shape(self.cost)
+        checks = {
+            "memory_gb": (np.shape(self.memory_gb), (L,)),
+            "cut_bytes": (np.shape(self.cut_bytes), (L,)),
+            "capacity_gb": (np.shape(self.capacity_gb), (G,)),
+            "latency_s": (np.shape(self.latency_s), (G, G)),
+            "bandwidth_Bps": (np.shape(self.bandwidth_Bps), (G, G)),
+        }
+        for name, (got, want) in checks.items():
+            if got != want:
+                raise InputError(f"CostTables.{name} has shape {got}, expected {want}")
+        if len(self.layer_names) != L or len(self.device_names) != G:
+            raise InputError(
+                f"CostTables names: {len(self.layer_names)} layers / {len(self.device_names)} "
+                f"devices for a cost table of shape {(G, L)}"
+            )
+        if L == 0 or G == 0:
+            raise InputError(f"CostTables needs at least one layer and one device (got {(G, L)})")
+
+    @property
+    def G(self) -> int:
+        return int(self.cost.shape[0])
+
+    @property
+    def L(self) -> int:
+        return int(self.cost.shape[1])
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self.layer_kinds or ("decoder",) * self.L
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A `CostTables` plus what the user asked for."""
+
+    tables: CostTables
+    M: int = 8
+    regime: Regime = "async"
+    objective: Objective = "balanced"
+    order: Order = "free"
+    time_limit_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.M, bool) or not isinstance(self.M, (int, np.integer)) or self.M < 1:
+            raise InputError(f"M must be an integer >= 1 (got {self.M!r})")
+        for name, value, allowed in (
+            ("regime", self.regime, REGIMES),
+            ("objective", self.objective, OBJECTIVES),
+            ("order", self.order, ORDERS),
+        ):
+            if value not in allowed:
+                raise InputError(f"{name} must be one of {', '.join(allowed)} (got {value!r})")
+
+    @property
+    def G(self) -> int:
+        return self.tables.G
+
+    @property
+    def L(self) -> int:
+        return self.tables.L
+
+
+@dataclass(frozen=True)
+class Solution:
+    """What every solver returns (`solve(problem) -> Solution`).
+
+    `objective` is `objective_key(problem, metrics)` of this plan; `lower_bound` bounds its
+    first component from below (equal to it when `optimal`). A baseline that breaks a memory
+    limit has `feasible=False` and says why in `reason`; it is never silently repaired.
+    """
+
+    devices: tuple[int, ...]
+    cuts: tuple[int, ...]
+    solver: str
+    optimal: bool
+    objective: tuple[float, ...]
+    lower_bound: float
+    status: str = "OPTIMAL"
+    feasible: bool = True
+    reason: str = ""
+    wall_time_s: float = 0.0
+    stats: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+
+    @property
+    def gap(self) -> float:
+        """Relative gap between the first objective component and its lower bound."""
+        top = self.objective[0] if self.objective else 0.0
+        if top <= 0:
+            return 0.0
+        return max(0.0, (top - self.lower_bound) / top)
+
+
+@dataclass(frozen=True, eq=False)
+class Metrics:
+    """Exact per-stage numbers of one plan (recomputed from scratch, never incrementally)."""
+
+    tau: np.ndarray
+    d: np.ndarray
+    sigma: np.ndarray
+    memory_gb: np.ndarray
+    capacity_gb: np.ndarray
+    M: int
+
+    @property
+    def tau_max(self) -> float:
+        return float(self.tau.max())
+
+    @property
+    def sigma_max(self) -> float:
+        return float(self.sigma.max())
+
+    @property
+    def fits(self) -> bool:
+        return bool(np.all(self.memory_gb <= self.capacity_gb * (1 + RTOL) + 1e-12))
+
+    @property
+    def T_async(self) -> float:
+        """Thm 2: (M-1) tau_max + sum tau + sum d."""
+        return (self.M - 1) * self.tau_max + float(self.tau.sum() + self.d.sum())
+
+    @property
+    def T_block(self) -> float:
+        """Thm 3: (M-1) sigma_max + sum sigma."""
+        return (self.M - 1) * self.sigma_max + float(self.sigma.sum())
+
+
+def stage_memory(tables: CostTables, i: int, j: int) -> float:
+    """GB that layers [i, j) need on one device; tied embeddings counted once if both ends are here."""
+    mem = float(np.sum(tables.memory_gb[i:j]))
+    if i == 0 and j == tables.L and tables.tied_gb:
+        mem -= tables.tied_gb
+    return mem
+
+
+def link_delay(tables: CostTables, g: int, h: int, last_layer: int) -> float:
+    """d = alpha(g, h) + b[last_layer] / beta(g, h): the cost of a cut after `last_layer` (issue 3)."""
+    beta = tables.bandwidth_Bps[g, h]
+    transfer = 0.0 if np.isinf(beta) else float(tables.cut_bytes[last_layer]) / float(beta)
+    return float(tables.latency_s[g, h]) + transfer
+
+
+def check_structure(problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> None:
+    """Raise InputError unless (devices, cuts) is a structurally valid plan for `problem`."""
+    S, L, G = len(devices), problem.L, problem.G
+    if S == 0 or len(cuts) != S + 1:
+        raise InputError(f"a plan needs S >= 1 devices and S+1 cuts (got {devices}, {cuts})")
+    if cuts[0] != 0 or cuts[-1] != L or any(a >= b for a, b in zip(cuts, cuts[1:])):
+        raise InputError(f"cuts must rise strictly from 0 to L={L} (got {list(cuts)})")
+    if len(set(devices)) != S or any(not 0 <= g < G for g in devices):
+        raise InputError(f"devices must be distinct indices in [0, {G}) (got {list(devices)})")
+    if problem.order == "fixed" and list(devices) != sorted(devices):
+        raise InputError(f"order is fixed but devices are not in listed order (got {list(devices)})")
+
+
+def evaluate(problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> Metrics:
+    """Score a plan exactly: tau, d, sigma and memory of every stage (formulas in the module doc)."""
+    check_structure(problem, devices, cuts)
+    t = problem.tables
+    S = len(devices)
+    tau = np.array([float(np.sum(t.cost[g, cuts[s]:cuts[s + 1]])) for s, g in enumerate(devices)])
+    d = np.array([link_delay(t, devices[s], devices[s + 1], cuts[s + 1] - 1) for s in range(S - 1)])
+    sigma = tau.copy()
+    sigma[:-1] += d
+    mem = np.array([stage_memory(t, cuts[s], cuts[s + 1]) for s in range(S)])
+    cap = np.array([float(t.capacity_gb[g]) for g in devices])
+    return Metrics(tau=tau, d=d.reshape(S - 1), sigma=sigma, memory_gb=mem, capacity_gb=cap, M=int(problem.M))
+
+
+def objective_key(problem: Problem, m: Metrics) -> tuple[float, ...]:
+    """The lexicographic objective of issue 4, smaller is better.
+
+    balanced:   (tau_max, sigma_max, T(M))
+    throughput: (period, T(M)), period = tau_max (async) or sigma_max (blocking)
+    makespan:   (T(M),)
+    with T from Thm 2 (async) or Thm 3 (blocking).
+    """
+    T = m.T_async if problem.regime == "async" else m.T_block
+    if problem.objective == "balanced":
+        return (m.tau_max, m.sigma_max, T)
+    if problem.objective == "throughput":
+        return (m.tau_max if problem.regime == "async" else m.sigma_max, T)
+    return (T,)
+
+
+def lex_compare(a: tuple[float, ...], b: tuple[float, ...], rtol: float = RTOL) -> int:
+    """-1, 0 or 1 as a <, ==, > b lexicographically, each component equal within `rtol`."""
+    for x, y in zip(a, b):
+        if abs(x - y) <= max(rtol * max(abs(x), abs(y)), 1e-12):
+            continue
+        return -1 if x < y else 1
+    return 0
+
+
+def explain_infeasible(tables: CostTables) -> str:
+    """One line saying what the model needs and what the cluster offers (for exit code 3)."""
+    need = float(tables.memory_gb.sum()) - (tables.tied_gb if tables.L > 1 else 0.0)
+    have = float(tables.capacity_gb.clip(min=0).sum())
+    worst = int(tables.memory_gb.argmax())
+    biggest = int(tables.capacity_gb.argmax())
+    if tables.memory_gb[worst] > tables.capacity_gb[biggest]:
+        return (
+            f"layer {tables.layer_names[worst]!r} needs {tables.memory_gb[worst]:.2f} GB but the largest "
+            f"device {tables.device_names[biggest]!r} has {tables.capacity_gb[biggest]:.2f} GB usable"
+        )
+    if need > have:
+        return f"the model needs {need:.2f} GB but the cluster has {have:.2f} GB usable in all"
+    return (
+        f"no split of the model ({need:.2f} GB) into contiguous stages fits the devices "
+        f"({have:.2f} GB usable in all; layers cannot be divided)"
+    )

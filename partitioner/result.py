@@ -1,0 +1,253 @@
+"""`Plan`: the typed result users get from `partitioner.plan` and `partition plan`.
+
+A `Plan` is a `Solution` (what a solver returns: devices and cuts) scored exactly on its
+`Problem` and named: each stage knows its device, GPU, node, layer range, tau_s, d_s,
+sigma_s and memory. Metrics are the closed forms of theory.md (Thm 2, Thm 3, Cor 1, Cor 4).
+Everything here is pure; `to_json` is deterministic (no timings, fixed key order).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from partitioner.problem import Problem, Solution, evaluate
+
+if TYPE_CHECKING:
+    from partitioner.analysis import Analysis
+
+__all__ = ["StagePlan", "Plan", "PLAN_FORMAT"]
+
+PLAN_FORMAT = "partitioner.plan/1"
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One pipeline stage: layers [start, end) of the model's layer list on one device."""
+
+    index: int
+    device: str
+    gpu: str
+    node: str
+    start: int
+    end: int
+    first_layer: str
+    last_layer: str
+    decoder_layers: int
+    embed: bool
+    head: bool
+    tau: float
+    d: float
+    sigma: float
+    memory_gb: float
+    capacity_gb: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "gpu": self.gpu,
+            "node": self.node,
+            "start": self.start,
+            "end": self.end,
+            "first_layer": self.first_layer,
+            "last_layer": self.last_layer,
+            "decoder_layers": self.decoder_layers,
+            "embed": self.embed,
+            "head": self.head,
+            "tau": self.tau,
+            "d": self.d,
+            "sigma": self.sigma,
+            "memory_gb": self.memory_gb,
+            "capacity_gb": self.capacity_gb,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A scored plan. `feasible=False` marks a baseline that breaks a memory limit (`reason`)."""
+
+    stages: tuple[StagePlan, ...]
+    M: int
+    regime: str
+    objective: str
+    solver: str
+    optimal: bool
+    lower_bound: float
+    status: str
+    objective_value: tuple[float, ...]
+    feasible: bool
+    reason: str
+    model: str
+    num_layers: int
+    wall_time_s: float = 0.0
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def from_solution(cls, problem: Problem, solution: Solution) -> Plan:
+        """Score `solution` on `problem` from scratch and name every stage."""
+        t = problem.tables
+        m = evaluate(problem, solution.devices, solution.cuts)
+        kinds = t.kinds
+        stages = []
+        for s, g in enumerate(solution.devices):
+            i, j = solution.cuts[s], solution.cuts[s + 1]
+            stages.append(
+                StagePlan(
+                    index=s,
+                    device=t.device_names[g],
+                    gpu=t.gpu_names[g],
+                    node=t.node_names[g],
+                    start=i,
+                    end=j,
+                    first_layer=t.layer_names[i],
+                    last_layer=t.layer_names[j - 1],
+                    decoder_layers=sum(1 for k in kinds[i:j] if k == "decoder"),
+                    embed="embed" in kinds[i:j],
+                    head="head" in kinds[i:j],
+                    tau=float(m.tau[s]),
+                    d=float(m.d[s]) if s < len(m.d) else 0.0,
+                    sigma=float(m.sigma[s]),
+                    memory_gb=float(m.memory_gb[s]),
+                    capacity_gb=float(m.capacity_gb[s]),
+                )
+            )
+        return cls(
+            stages=tuple(stages),
+            M=int(problem.M),
+            regime=problem.regime,
+            objective=problem.objective,
+            solver=solution.solver,
+            optimal=solution.optimal,
+            lower_bound=float(solution.lower_bound),
+            status=solution.status,
+            objective_value=tuple(float(x) for x in solution.objective),
+            feasible=solution.feasible and m.fits,
+            reason=solution.reason,
+            model=t.model_name,
+            num_layers=t.L,
+            wall_time_s=solution.wall_time_s,
+        )
+
+    # -- per-stage arrays and closed forms ------------------------------------------------
+    @property
+    def S(self) -> int:
+        return len(self.stages)
+
+    @property
+    def tau(self) -> np.ndarray:
+        return np.array([st.tau for st in self.stages])
+
+    @property
+    def d(self) -> np.ndarray:
+        return np.array([st.d for st in self.stages[:-1]])
+
+    @property
+    def sigma(self) -> np.ndarray:
+        return np.array([st.sigma for st in self.stages])
+
+    @property
+    def tau_max(self) -> float:
+        return float(self.tau.max())
+
+    @property
+    def sigma_max(self) -> float:
+        return float(self.sigma.max())
+
+    @property
+    def T_async(self) -> float:
+        """Thm 2: (M-1) tau_max + sum tau + sum d."""
+        return (self.M - 1) * self.tau_max + float(self.tau.sum() + self.d.sum())
+
+    @property
+    def T_block(self) -> float:
+        """Thm 3: (M-1) sigma_max + sum sigma."""
+        return (self.M - 1) * self.sigma_max + float(self.sigma.sum())
+
+    @property
+    def T(self) -> float:
+        """The makespan in this plan's regime."""
+        return self.T_async if self.regime == "async" else self.T_block
+
+    @property
+    def T_gpipe(self) -> float:
+        """Cor 1: the homogeneous GPipe estimate (S + M - 1) tau_max."""
+        return (self.S + self.M - 1) * self.tau_max
+
+    @property
+    def period(self) -> float:
+        """Steady-state period: tau_max (async) or sigma_max (blocking), Prop 1."""
+        return self.tau_max if self.regime == "async" else self.sigma_max
+
+    @property
+    def throughput(self) -> float:
+        """Asymptotic micro-batches per second, 1/period (Prop 1)."""
+        return 1.0 / self.period if self.period > 0 else float("inf")
+
+    @property
+    def first_latency(self) -> float:
+        """Latency of the first micro-batch, sum tau + sum d (order-invariant; theory.md Errors 2)."""
+        return float(self.tau.sum() + self.d.sum())
+
+    def violating_links(self) -> list[dict[str, Any]]:
+        """Cor 4: links with d_s > tau_max - tau_s, with the slack and the latency that would fix each."""
+        out = []
+        for s, st in enumerate(self.stages[:-1]):
+            slack = self.tau_max - st.tau
+            if st.d > slack * (1 + 1e-9) + 1e-15:
+                nxt = self.stages[s + 1]
+                out.append(
+                    {
+                        "link": s,
+                        "from": st.device,
+                        "to": nxt.device,
+                        "d": st.d,
+                        "slack": slack,
+                        "excess": st.d - slack,
+                        "max_latency_to_fix": slack,
+                    }
+                )
+        return out
+
+    def analysis(self, M: int | None = None, rho: float = 1.0) -> Analysis:
+        """The closed forms of `partition analyze` (issue 2) for this plan's tau and d."""
+        from partitioner.analysis import analyze
+
+        return analyze(self.tau.tolist(), self.d.tolist(), M=self.M if M is None else M, rho=rho)
+
+    # -- serialisation ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready and deterministic: the same input gives the same dict (no timings)."""
+        gpipe_error = (self.T_gpipe - self.T_async) / self.T_async if self.T_async > 0 else 0.0
+        return {
+            "format": PLAN_FORMAT,
+            "model": self.model,
+            "num_layers": self.num_layers,
+            "M": self.M,
+            "regime": self.regime,
+            "objective": self.objective,
+            "solver": self.solver,
+            "optimal": self.optimal,
+            "status": self.status,
+            "feasible": self.feasible,
+            "reason": self.reason,
+            "objective_value": list(self.objective_value),
+            "lower_bound": self.lower_bound,
+            "S": self.S,
+            "stages": [st.to_dict() for st in self.stages],
+            "tau_max": self.tau_max,
+            "sigma_max": self.sigma_max,
+            "T_async": self.T_async,
+            "T_block": self.T_block,
+            "T_gpipe": self.T_gpipe,
+            "gpipe_error": gpipe_error,
+            "period": self.period,
+            "throughput": self.throughput,
+            "first_latency": self.first_latency,
+            "violating_links": self.violating_links(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
