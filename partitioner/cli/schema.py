@@ -1,0 +1,32 @@
+"""`partition schema model|cluster`: the JSON Schema of model.yaml or cluster.yaml (from pydantic)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+__all__ = ["schema", "json_schema"]
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a model.yaml ("model") or cluster.yaml ("cluster")."""
+    from partitioner.models import ClusterSpec, ModelSpec
+
+    cls = {"model": ModelSpec, "cluster": ClusterSpec}[kind]
+    body = cls.model_json_schema(by_alias=True)
+    head = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://partitioner.invalid/schema/{kind}.json",
+        "title": f"partitioner {kind}.yaml",
+    }
+    return {**head, **{k: v for k, v in body.items() if k != "title"}}
+
+
+@click.command("schema")
+@click.argument("kind", type=click.Choice(["model", "cluster"]))
+def schema(kind: str) -> None:
+    """Print the JSON Schema of model or cluster files (for editor validation of the YAML)."""
+    import json
+
+    click.echo(json.dumps(json_schema(kind), indent=2))

@@ -1,0 +1,10 @@
+"""The cost model (issue 3): per-layer, per-device time, memory and cut bytes as numpy arrays.
+
+Pure: no files, no printing, no pydantic (style.md rule 1). Formulas: ../shared/docs/costmodel.md.
+"""
+
+from __future__ import annotations
+
+from partitioner.costs.tables import build_tables
+
+__all__ = ["build_tables"]

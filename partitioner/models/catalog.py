@@ -1,0 +1,64 @@
+"""Shipped presets (GPUs, links, models) looked up by exact id (style.md rule 14).
+
+An unknown id is an error that lists the closest valid ids (difflib) and every valid id;
+there is no fuzzy matching.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+
+__all__ = ["Kind", "KINDS", "entries", "ids", "require", "family_defaults", "unknown_message", "closest"]
+
+Kind = Literal["gpus", "links", "models"]
+KINDS: tuple[str, ...] = ("gpus", "links", "models")
+_SINGULAR = {"gpus": "GPU", "links": "link", "models": "model"}
+
+
+@lru_cache(maxsize=None)
+def _load(kind: str) -> dict[str, Any]:
+    text = resources.files("partitioner.models").joinpath("presets", f"{kind}.yaml").read_text()
+    data: dict[str, Any] = yaml.safe_load(text)
+    return data
+
+
+def entries(kind: str) -> dict[str, dict[str, Any]]:
+    """All catalogue entries of `kind` ("gpus", "links" or "models"), id -> raw mapping."""
+    table: dict[str, dict[str, Any]] = _load(kind)[kind]
+    return table
+
+
+def ids(kind: str) -> tuple[str, ...]:
+    """The valid ids of `kind`, in catalogue order."""
+    return tuple(entries(kind))
+
+
+def family_defaults(family: str) -> dict[str, float]:
+    """Default eta_compute, eta_memory and overhead_ms of a GPU family (gpus.yaml `families`)."""
+    table: dict[str, dict[str, float]] = _load("gpus")["families"]
+    return dict(table[family])
+
+
+def closest(value: str, valid: tuple[str, ...] | list[str], n: int = 3) -> list[str]:
+    """Up to `n` entries of `valid` closest to `value` (difflib ratio >= 0.4)."""
+    return difflib.get_close_matches(str(value), list(valid), n=n, cutoff=0.4)
+
+
+def unknown_message(what: str, value: object, valid: tuple[str, ...] | list[str]) -> str:
+    """``unknown GPU id 'rtx-309'; closest: rtx-3090, rtx-3080; valid: ...``."""
+    near = closest(str(value), valid)
+    hint = f"; closest: {', '.join(near)}" if near else ""
+    return f"unknown {what} {value!r}{hint}; valid: {', '.join(valid)}"
+
+
+def require(kind: str, key: str) -> dict[str, Any]:
+    """The raw entry `key` of catalogue `kind`; ValueError listing the closest ids if unknown."""
+    table = entries(kind)
+    if key not in table:
+        raise ValueError(unknown_message(f"{_SINGULAR[kind]} id", key, ids(kind)))
+    return dict(table[key])

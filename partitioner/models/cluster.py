@@ -1,0 +1,196 @@
+"""cluster.yaml: the devices a user owns and the links between them (issue 3).
+
+Units: GB = 1e9 bytes (memory and bandwidth), latencies in milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from partitioner.models import catalog
+from partitioner.models.fields import Fraction, Frozen, LocatedValueError, Name, NonNegative, Positive
+
+__all__ = ["GpuSpec", "LinkSpec", "Links", "Pair", "Device", "ClusterSpec", "resolve_gpu", "resolve_link"]
+
+Family = Literal["datacenter", "geforce", "legacy"]
+
+
+class GpuSpec(Frozen):
+    """One GPU type: a catalogue entry or an inline mapping (`base:` inherits a catalogue id)."""
+
+    name: str = "custom"  # display name
+    family: Family = "datacenter"  # selects default efficiencies in gpus.yaml `families`
+    memory_gb: Positive
+    bandwidth_gb_s: Positive
+    tensor_tflops: Positive | None = None  # dense bf16/fp16 (GeForce: FP32-accumulate); None: no tensor cores
+    fp32_tflops: Positive
+    eta_compute: Fraction | None = None  # None: the family default
+    eta_memory: Fraction | None = None
+    overhead_ms: NonNegative | None = None  # fixed time per layer per micro-batch
+    source: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inherit(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "base" in data:
+            data = dict(data)
+            base = str(data.pop("base"))
+            try:
+                merged = catalog.require("gpus", base)
+            except ValueError as exc:
+                raise LocatedValueError(("base",), str(exc)) from None
+            merged.update(data)
+            return merged
+        return data
+
+    def efficiency(self) -> tuple[float, float, float]:
+        """(eta_compute, eta_memory, overhead_s), the family defaults filled in."""
+        d = catalog.family_defaults(self.family)
+        eta_c = self.eta_compute if self.eta_compute is not None else d["eta_compute"]
+        eta_m = self.eta_memory if self.eta_memory is not None else d["eta_memory"]
+        over = self.overhead_ms if self.overhead_ms is not None else d["overhead_ms"]
+        return float(eta_c), float(eta_m), float(over) / 1e3
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class LinkSpec(Frozen):
+    """A link: latency alpha (ms) and bandwidth beta (GB/s), per direction."""
+
+    latency_ms: NonNegative
+    bandwidth_gb_s: Positive
+    name: str = ""
+    source: str = ""
+
+
+def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:
+    """The GpuSpec of a catalogue id or an inline spec."""
+    if isinstance(gpu, GpuSpec):
+        return gpu
+    return GpuSpec.model_validate(catalog.require("gpus", gpu))
+
+
+def resolve_link(link: str | LinkSpec) -> LinkSpec:
+    """The LinkSpec of a catalogue id or an inline spec."""
+    if isinstance(link, LinkSpec):
+        return link
+    return LinkSpec.model_validate(catalog.require("links", link))
+
+
+def _check_id(kind: str, value: Any) -> Any:
+    if isinstance(value, str):
+        catalog.require(kind, value)
+    return value
+
+
+class Links(Frozen):
+    """Default links: between devices of one node, and between nodes."""
+
+    intra_node: str | LinkSpec = "pcie4"
+    inter_node: str | LinkSpec = "10gbe"
+
+    @field_validator("intra_node", "inter_node")
+    @classmethod
+    def _known(cls, value: Any) -> Any:
+        return _check_id("links", value)
+
+
+class Pair(Frozen):
+    """Overrides the link from one device to another (and back, unless the reverse is listed)."""
+
+    from_: Name = Field(alias="from")
+    to: Name
+    latency_ms: NonNegative
+    bandwidth_gb_s: Positive
+
+
+class Device(Frozen):
+    """One GPU the user owns. `memory_gb` overrides the catalogue (less free memory)."""
+
+    name: Name
+    gpu: str | GpuSpec  # catalogue id or inline spec; `gpu_id` is always a string
+    node: Name
+    memory_gb: Positive | None = None
+    reserve_gb: NonNegative | None = None  # None: the cluster's reserve_gb
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_node(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("node") is None and "name" in data:
+            data = {**data, "node": data["name"]}
+        return data
+
+    @field_validator("gpu")
+    @classmethod
+    def _known(cls, value: Any) -> Any:
+        return _check_id("gpus", value)
+
+    @property
+    def gpu_id(self) -> str:
+        return self.gpu if isinstance(self.gpu, str) else self.gpu.name
+
+    @property
+    def spec(self) -> GpuSpec:
+        return resolve_gpu(self.gpu)
+
+    @property
+    def total_gb(self) -> float:
+        return float(self.memory_gb if self.memory_gb is not None else self.spec.memory_gb)
+
+
+class ClusterSpec(Frozen):
+    """What the user owns: devices, links, stage order and per-device memory reserve."""
+
+    name: str = ""
+    devices: tuple[Device, ...] = Field(min_length=1)
+    links: Links = Links()
+    pairs: tuple[Pair, ...] = ()
+    order: Literal["free", "fixed"] = "free"
+    reserve_gb: NonNegative = 1.0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClusterSpec:
+        seen: dict[str, int] = {}
+        for i, dev in enumerate(self.devices):
+            if dev.name in seen:
+                raise LocatedValueError(
+                    ("devices", i, "name"),
+                    f"duplicate device name {dev.name!r} (also devices[{seen[dev.name]}])",
+                )
+            seen[dev.name] = i
+            if self.capacity_gb(dev) <= 0:
+                field = "reserve_gb" if dev.reserve_gb is not None else "memory_gb"
+                raise LocatedValueError(
+                    ("devices", i, field),
+                    f"reserve {self.reserve_of(dev):g} GB leaves no usable memory on {dev.name!r} "
+                    f"({dev.total_gb:g} GB)",
+                )
+        names = tuple(seen)
+        for i, pair in enumerate(self.pairs):
+            for key, value in (("from", pair.from_), ("to", pair.to)):
+                if value not in seen:
+                    raise LocatedValueError(("pairs", i, key), catalog.unknown_message("device", value, names))
+            if pair.from_ == pair.to:
+                raise LocatedValueError(("pairs", i, "to"), f"a pair needs two devices (got {pair.to!r} twice)")
+        return self
+
+    def reserve_of(self, dev: Device) -> float:
+        return float(dev.reserve_gb if dev.reserve_gb is not None else self.reserve_gb)
+
+    def capacity_gb(self, dev: Device) -> float:
+        """C_g = memory - reserve (issue 3)."""
+        return dev.total_gb - self.reserve_of(dev)
+
+    def link(self, a: Device, b: Device) -> LinkSpec:
+        """The link from `a` to `b`: a listed pair, else its listed reverse, else the node default."""
+        for pair in self.pairs:
+            if (pair.from_, pair.to) == (a.name, b.name):
+                return LinkSpec(latency_ms=pair.latency_ms, bandwidth_gb_s=pair.bandwidth_gb_s)
+        for pair in self.pairs:
+            if (pair.from_, pair.to) == (b.name, a.name):
+                return LinkSpec(latency_ms=pair.latency_ms, bandwidth_gb_s=pair.bandwidth_gb_s)
+        default = self.links.intra_node if a.node == b.node else self.links.inter_node
+        return resolve_link(default)

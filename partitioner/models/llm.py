@@ -1,0 +1,176 @@
+"""model.yaml: what the user serves, in exactly one of three forms (issue 3).
+
+1. ``preset: llama-3.1-8b`` (a catalogue id, presets/models.yaml);
+2. ``architecture:`` (HuggingFace config.json names) or ``hf_config: config.json``;
+3. ``layers:`` a measured per-layer profile.
+Forms 1-2 take a ``workload:`` section that the roofline cost model (partitioner.costs) reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+
+from partitioner.models import catalog
+from partitioner.models.fields import Frozen, LocatedValueError, Name, NonNegative, NonNegativeInt, Positive, PositiveInt
+
+__all__ = ["Precision", "Architecture", "Workload", "LayerEntry", "ModelSpec"]
+
+Precision = Literal["bf16", "fp16", "fp8", "int8", "int4"] | Positive  # a number: bits per weight
+
+
+class Architecture(Frozen):
+    """A decoder-only transformer, HuggingFace config.json field names verbatim."""
+
+    num_hidden_layers: PositiveInt
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    num_attention_heads: PositiveInt
+    num_key_value_heads: PositiveInt | None = None  # None: = num_attention_heads (MHA)
+    head_dim: PositiveInt | None = None  # None: hidden_size / num_attention_heads
+    vocab_size: PositiveInt
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False  # QKV bias (Qwen2)
+    num_local_experts: PositiveInt | None = None  # MoE: experts per layer (HF also: num_experts)
+    num_experts_per_tok: PositiveInt | None = None  # MoE: top-k
+    moe_intermediate_size: PositiveInt | None = None  # MoE expert width if != intermediate_size
+
+    @model_validator(mode="after")
+    def _shapes(self) -> Architecture:
+        H, kv = self.num_attention_heads, self.kv_heads
+        if H % kv:
+            raise LocatedValueError(
+                ("num_key_value_heads",), f"must divide num_attention_heads={H} (got {kv})"
+            )
+        if self.head_dim is None and self.hidden_size % H:
+            raise LocatedValueError(
+                ("num_attention_heads",),
+                f"must divide hidden_size={self.hidden_size} unless head_dim is set (got {H})",
+            )
+        E, k = self.num_local_experts, self.num_experts_per_tok
+        if (E is None) != (k is None):
+            raise LocatedValueError(
+                ("num_experts_per_tok" if k is None else "num_local_experts",),
+                "MoE needs both num_local_experts and num_experts_per_tok",
+            )
+        if E is not None and k is not None and k > E:
+            raise LocatedValueError(("num_experts_per_tok",), f"must be <= num_local_experts={E} (got {k})")
+        return self
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_key_value_heads or self.num_attention_heads
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+
+class Workload(Frozen):
+    """What one micro-batch is (forms 1-2)."""
+
+    weights: Precision = "bf16"  # weight precision, or bits per weight (4.85 = Q4_K_M)
+    kv_cache: Precision = "bf16"
+    activations: Literal["bf16", "fp16", "fp32"] = "bf16"  # dtype of the tensors sent at a cut
+    phase: Literal["decode", "prefill"] = "decode"
+    batch: PositiveInt = 1  # sequences per micro-batch
+    prompt_tokens: PositiveInt = 512  # tokens per sequence processed in prefill
+    context: PositiveInt = 4096  # context length: KV positions read in decode, KV held in memory
+    in_flight: PositiveInt = 1  # micro-batches whose KV caches share a stage's memory
+
+    @model_validator(mode="after")
+    def _context(self) -> Workload:
+        if self.context < self.prompt_tokens:
+            raise LocatedValueError(
+                ("context",), f"must be >= prompt_tokens={self.prompt_tokens} (got {self.context})"
+            )
+        return self
+
+
+class LayerEntry(Frozen):
+    """One measured layer (form 3). `cost` keys: GPU ids or device names (a device name wins)."""
+
+    name: Name
+    cost: dict[str, Positive]  # seconds per micro-batch
+    memory_gb: NonNegative
+    out_bytes: NonNegative = 0.0  # bytes sent on if the pipeline is cut after this layer
+    repeat: PositiveInt = 1
+    kind: Literal["embed", "decoder", "head"] = "decoder"
+    params: NonNegativeInt = 0
+
+    @field_validator("cost")
+    @classmethod
+    def _non_empty(cls, value: dict[str, float]) -> dict[str, float]:
+        if not value:
+            raise ValueError("needs at least one GPU id or device name")
+        return value
+
+
+_FORMS = ("preset", "architecture", "hf_config", "layers")
+
+
+class ModelSpec(Frozen):
+    """A validated model.yaml. Exactly one of preset / architecture / hf_config / layers."""
+
+    name: str = ""  # display name (default: the preset's name or the file name)
+    preset: str | None = None
+    architecture: Architecture | None = None
+    hf_config: str | None = None  # path to a config.json, relative to the YAML file
+    layers: tuple[LayerEntry, ...] | None = Field(default=None, min_length=1)
+    workload: Workload = Workload()
+    _arch: Architecture | None = PrivateAttr(default=None)  # resolved hf_config (set by the loader)
+    _source: Any = PrivateAttr(default=None)  # loader.Source: file name and line marks
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_name(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict) or data.get("name"):
+            return data
+        name = (info.context or {}).get("stem") or "model"
+        preset = data.get("preset")
+        if isinstance(preset, str) and preset in catalog.entries("models"):
+            name = catalog.entries("models")[preset]["name"]
+        return {**data, "name": name}
+
+    @field_validator("preset")
+    @classmethod
+    def _known(cls, value: str | None) -> str | None:
+        if value is not None:
+            catalog.require("models", value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ModelSpec:
+        given = [f for f in _FORMS if getattr(self, f) is not None]
+        if len(given) != 1:
+            got = ", ".join(given) if given else "none"
+            raise ValueError(f"give exactly one of preset, architecture, hf_config, layers (got {got})")
+        if self.layers is not None and "workload" in self.model_fields_set:
+            raise LocatedValueError(("workload",), "a measured profile (layers:) takes no workload")
+        return self
+
+    @property
+    def is_profile(self) -> bool:
+        return self.layers is not None
+
+    @property
+    def arch(self) -> Architecture | None:
+        """The architecture of forms 1-2 (None for a profile)."""
+        if self._arch is not None:
+            return self._arch
+        if self.architecture is not None:
+            return self.architecture
+        if self.preset is not None:
+            return Architecture.model_validate(catalog.require("models", self.preset)["architecture"])
+        if self.hf_config is not None:
+            from partitioner.models.hf import load_hf_config
+
+            return load_hf_config(self.hf_config)
+        return None
+
+    def locate(self, *path: str | int) -> tuple[str | None, int | None]:
+        """(file, line) of a YAML path in the file this spec was loaded from, if known."""
+        if self._source is None:
+            return None, None
+        return self._source.file, self._source.line(path)
