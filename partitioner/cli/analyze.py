@@ -1,0 +1,180 @@
+"""`partition analyze`: every closed-form quantity of a stage chain, as a table or JSON (issue 2).
+
+    partition analyze --tau 0.5,1,1,5 --d 4.6,0.1,0.1 --M 8 [--rho 0.8] [--json]
+    partition analyze --tau 0.5,1,1,5 --d 4.6,0.1,0.1 --measured 4:27.3,16:88.5
+
+Numbers are parsed here and validated by `partitioner.analysis`; bad input raises InputError,
+which the group's boundary turns into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from partitioner.errors import InputError
+
+if TYPE_CHECKING:
+    from partitioner.analysis import Analysis
+
+__all__ = ["analyze"]
+
+# (field, label, source in theory.md); rendered in this order
+_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("S", "stages S", "§2"),
+    ("M", "micro-batches M", "§2"),
+    ("tau_max", "tau_max", "§2"),
+    ("sigma_max", "sigma_max", "Thm 3"),
+    ("T_free", "T_free (d = 0)", "Thm 1"),
+    ("T_async", "T_async", "Thm 2"),
+    ("T_block", "T_block", "Thm 3"),
+    ("T_gpipe", "T_gpipe = (S+M-1) tau_max", "Cor 1"),
+    ("gpipe_error", "GPipe error (T_gpipe - T_async)/T_async", "Table 1"),
+    ("homogeneity_bias", "homogeneity bias sum(tau_max - tau)", "Cor 1"),
+    ("full_bias", "full bias, minus sum d", "Cor 3"),
+    ("phase_transition", "phase transition sigma_max > tau_max", "Cor 4"),
+    ("overlap_gap", "overlap gap T_block - T_async", "Cor 5"),
+    ("rho", "overlap ratio rho", "§9"),
+    ("effective_slope", "effective slope", "Cor 5, §9"),
+    ("T_real", "T_real = T_block - rho * gap", "§9"),
+    ("asymptotic_throughput_async", "throughput, async (1/tau_max)", "Prop 1"),
+    ("asymptotic_throughput_blocking", "throughput, blocking (1/sigma_max)", "Prop 1"),
+    ("crossover_batches", "crossover M*", "§3 crossover"),
+    ("first_latency", "first micro-batch latency", "Thm 2, M = 1"),
+    ("bubble_fraction", "bubble fraction (async)", "1 - M sum tau/(S T)"),
+)
+
+
+def _parse_floats(option: str, text: str) -> list[float]:
+    """Comma-separated numbers; an empty string is an empty list (S = 1 has no links)."""
+    if not text.strip():
+        return []
+    out = []
+    for token in text.split(","):
+        try:
+            out.append(float(token))
+        except ValueError:
+            raise InputError(f"{option}: cannot parse {token.strip()!r} as a number (got {text!r})") from None
+    return out
+
+
+def _parse_float(option: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{option}: cannot parse {text!r} as a number") from None
+
+
+def _parse_int(option: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"{option} must be an integer >= 1 (got {text!r})") from None
+
+
+def _parse_measured(text: str) -> tuple[list[int], list[float]]:
+    """`M1:T1,M2:T2,...` -> ([M1, M2, ...], [T1, T2, ...])."""
+    Ms: list[int] = []
+    Ts: list[float] = []
+    for pair in text.split(","):
+        m, sep, t = pair.partition(":")
+        if not sep:
+            raise InputError(f"--measured: expected M:T pairs like 4:27.3 (got {pair.strip()!r})")
+        Ms.append(_parse_int("--measured M", m.strip()))
+        Ts.append(_parse_float("--measured T", t.strip()))
+    return Ms, Ts
+
+
+def _fit_rho(measured: str, tau: list[float], d: list[float] | None) -> float:
+    from partitioner.analysis import rho_from_measurements
+
+    Ms, Ts = _parse_measured(measured)
+    rho = rho_from_measurements(Ms, Ts, tau, d)
+    if not 0.0 <= rho <= 1.0:
+        raise InputError(
+            f"--measured gives rho = {rho:.6g}, outside [0, 1]: the measurements are not between "
+            f"T_async and T_block (Cor 5) for this tau and d (got {measured!r})"
+        )
+    return rho
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _render(result: Analysis, rho_note: str) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    main = Table(title=f"Pipeline analysis: tau = {list(result.tau)}, d = {list(result.d)}")
+    for name in ("quantity", "value", "source (theory.md)"):
+        main.add_column(name, no_wrap=True)
+    for field, label, source in _ROWS:
+        value = getattr(result, field)
+        text = _fmt(value)
+        if field == "gpipe_error":
+            text += f" ({value:+.1%})"
+        if field == "rho":
+            text += rho_note
+        main.add_row(label, text, source)
+    console.print(main)
+    if result.S == 1:
+        console.print("No links (S = 1).")
+        return
+    links = Table(title="Links: slack tau_max - tau_s; binds if d_s > slack (Cor 4)")
+    for name in ("link", "d_s", "tau_s", "slack", "sigma_s", "binds", "first to bind (Errors 1)"):
+        links.add_column(name, no_wrap=True)
+    for s, d_s in enumerate(result.d):
+        links.add_row(
+            f"{s} -> {s + 1}",
+            _fmt(d_s),
+            _fmt(result.tau[s]),
+            _fmt(result.slack[s]),
+            _fmt(result.sigma[s]),
+            "BINDS" if s in result.binding_links else "no",
+            "<- first" if s == result.first_binding_link else "",
+        )
+    console.print(links)
+
+
+@click.command("analyze")
+@click.option("--tau", required=True, help="Stage times tau_j in seconds, comma-separated, e.g. 0.5,1,1,5.")
+@click.option("--d", "d", default=None, help="Link latencies d_s (S-1 values, seconds); default zeros.")
+@click.option("--M", "M", default="1", show_default=True, help="Number of micro-batches (integer >= 1).")
+@click.option("--rho", default=None, help="Overlap ratio in [0, 1] for T_real and the slope [default: 1].")
+@click.option("--measured", default=None, help="Measured makespans M1:T1,M2:T2,... : fit rho from them (§9).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+def analyze(tau: str, d: str | None, M: str, rho: str | None, measured: str | None, as_json: bool) -> None:
+    """Closed-form makespans, biases, slack and overlap of a pipeline (theory.md Thms 1-3)."""
+    import json
+
+    from partitioner.analysis import analyze as run_analysis
+
+    tau_v = _parse_floats("--tau", tau)
+    d_v = None if d is None else _parse_floats("--d", d)
+    if rho is not None and measured is not None:
+        raise InputError(f"give --rho or --measured, not both (got --rho {rho!r}, --measured {measured!r})")
+    run_analysis(tau_v, d_v)  # validate tau and d before fitting rho
+    rho_v, note = 1.0, ""
+    if rho is not None:
+        rho_v = _parse_float("--rho", rho)
+    if measured is not None:
+        rho_v, note = _fit_rho(measured, tau_v, d_v), " (fitted from --measured)"
+    result = run_analysis(tau_v, d_v, _parse_int("--M", M), rho_v)
+    if as_json:
+        payload = result.to_dict()
+        if measured is not None:
+            payload["measured"] = [list(p) for p in zip(*_parse_measured(measured))]
+        click.echo(json.dumps(payload))
+    else:
+        _render(result, note)

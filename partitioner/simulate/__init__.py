@@ -1,0 +1,24 @@
+"""Pipeline schedule simulation (theory.md recurrences (1)/(2) and §10's open problems; issue 2).
+
+`simulate` builds one full schedule (`Schedule`: every start/finish, makespan, Gantt events);
+`simulate_batch` returns the makespans of N configurations at once; `ticks` is GPipe's
+synchronous clock-cycle order. Beyond the paper: serial links, bounded buffers, random stage
+times, partial overlap (see `extended`).
+"""
+
+from __future__ import annotations
+
+from partitioner.simulate.batch import simulate_batch
+from partitioner.simulate.extended import REGIMES, Sampler, named_sampler
+from partitioner.simulate.schedule import Event, Schedule, simulate, ticks
+
+__all__ = [
+    "REGIMES",
+    "Sampler",
+    "Event",
+    "Schedule",
+    "simulate",
+    "simulate_batch",
+    "ticks",
+    "named_sampler",
+]
