@@ -1,0 +1,78 @@
+"""Which physical device each pipeline rank must use, as the engines number them.
+
+A plan names devices and nodes, not CUDA ordinals. Assumption (documented in the README):
+the CUDA ordinal of a device is given by `ordinals` (CLI: `--device-id NAME=ORDINAL`);
+otherwise it is the trailing integer of the device name ("gpu3" -> 3, "box-1" -> 1) when
+every stage device of that node has a distinct one, else the device's position among its
+node's stage devices sorted by name. Inferred ordinals are reported as a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from partitioner.errors import InputError
+from partitioner.export.view import PlanView, decoder_ranges
+
+__all__ = ["cuda_ordinals", "rank_comments", "single_node", "interleaved_nodes"]
+
+_TRAILING = re.compile(r"(\d+)$")
+
+
+def cuda_ordinals(view: PlanView, given: Mapping[str, int] | None = None) -> tuple[dict[str, int], list[str]]:
+    """CUDA ordinal of every stage device, and the warnings saying which were inferred."""
+    given = dict(given or {})
+    names = {st.device for st in view.stages}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise InputError(f"--device-id names devices not in the plan: {', '.join(map(repr, unknown))} (plan: {', '.join(sorted(names))})")
+    out: dict[str, int] = {}
+    inferred: list[str] = []
+    for node in view.nodes:
+        devs = [st.device for st in view.stages if st.node == node]
+        todo = [d for d in devs if d not in given]
+        trailing = {d: _TRAILING.search(d) for d in todo}
+        if all(trailing.values()) and len({int(m.group(1)) for m in trailing.values() if m}) == len(todo):
+            guess = {d: int(m.group(1)) for d, m in trailing.items() if m}
+        else:
+            guess = {d: i for i, d in enumerate(sorted(devs)) if d in todo}
+        out.update({d: int(given[d]) for d in devs if d in given})
+        out.update(guess)
+        inferred += [f"{d!r} -> {guess[d]}" for d in todo]
+        if len({out[d] for d in devs}) != len(devs):
+            raise InputError(f"two devices on node {node!r} have the same CUDA ordinal: {[(d, out[d]) for d in devs]}")
+    warnings = []
+    if inferred:
+        warnings.append(
+            "CUDA ordinals inferred from device names (" + ", ".join(inferred) + "); "
+            "pass --device-id NAME=ORDINAL if they differ"
+        )
+    return out, warnings
+
+
+def rank_comments(view: PlanView, prefix: str = "rank") -> list[str]:
+    """'# rank k: device ... on node ..., decoder layers a-b (+ embedding, + LM head)' lines."""
+    lines = []
+    for s, (st, (a, b)) in enumerate(zip(view.stages, decoder_ranges(view))):
+        layers = f"decoder layers {a}-{b - 1}" if b > a else "no decoder layers"
+        extra = (" + embedding" if st.embed else "") + (" + LM head" if st.head else "")
+        lines.append(f"# {prefix} {s}: device {st.device!r} ({st.gpu}) on node {st.node!r}, {layers}{extra}")
+    return lines
+
+
+def single_node(view: PlanView) -> bool:
+    return len(view.nodes) == 1
+
+
+def interleaved_nodes(view: PlanView) -> list[str]:
+    """Nodes whose stages are not consecutive (the pipeline leaves the node and comes back)."""
+    seen: list[str] = []
+    bad: list[str] = []
+    for st in view.stages:
+        if seen and seen[-1] == st.node:
+            continue
+        if st.node in seen and st.node not in bad:
+            bad.append(st.node)
+        seen.append(st.node)
+    return bad

@@ -1,0 +1,110 @@
+"""Read a plan JSON file (`Plan.to_dict()`, format "partitioner.plan/1") for the exporters.
+
+Pydantic validates the document at this edge; any problem becomes a `ConfigError` naming
+the file and the field (`plan.json: stages[2].end: ...`). The structural rules of a plan
+(issue 4) are checked too: stages contiguous from 0 to num_layers, each non-empty,
+decoder layers within the stage, distinct devices.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from partitioner.errors import ConfigError
+from partitioner.export.view import PlanView, StageView
+
+__all__ = ["load_plan", "parse_plan"]
+
+
+def _models() -> tuple[type, type]:
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class StageFile(BaseModel):
+        model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+        device: str = Field(min_length=1)
+        gpu: str
+        node: str = Field(min_length=1)
+        start: int = Field(ge=0)
+        end: int = Field(ge=1)
+        decoder_layers: int = Field(ge=0)
+        embed: bool = False
+        head: bool = False
+
+    class PlanFile(BaseModel):
+        model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+        format: str = "partitioner.plan/1"
+        model: str = ""
+        num_layers: int = Field(ge=1)
+        feasible: bool = True
+        reason: str = ""
+        stages: list[StageFile] = Field(min_length=1)
+
+    return PlanFile, StageFile
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(document)"
+
+
+def _check_structure(stages: list[StageView], num_layers: int, file: str | None) -> None:
+    prev_end = 0
+    seen: set[str] = set()
+    for s, st in enumerate(stages):
+        if st.start != prev_end:
+            raise ConfigError(f"must be {prev_end} (stages are contiguous; got {st.start})", file=file, location=f"stages[{s}].start")
+        if st.end <= st.start:
+            raise ConfigError(f"must be > start {st.start} (got {st.end})", file=file, location=f"stages[{s}].end")
+        if st.decoder_layers > st.end - st.start:
+            raise ConfigError(
+                f"must be <= the stage's {st.end - st.start} layers (got {st.decoder_layers})",
+                file=file, location=f"stages[{s}].decoder_layers",
+            )
+        if st.device in seen:
+            raise ConfigError(f"device {st.device!r} appears in two stages", file=file, location=f"stages[{s}].device")
+        seen.add(st.device)
+        prev_end = st.end
+    if prev_end != num_layers:
+        raise ConfigError(f"the last stage ends at {prev_end} but num_layers is {num_layers}", file=file, location="stages")
+
+
+def parse_plan(data: Any, file: str | None = None) -> PlanView:
+    """Validate a plan dict (as `Plan.to_dict()` writes it) into a `PlanView`."""
+    from pydantic import ValidationError
+
+    PlanFile, _ = _models()
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"a plan must be a JSON object (got {type(data).__name__})", file=file)
+    try:
+        doc = PlanFile.model_validate(dict(data))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(err["msg"], file=file, location=_location(tuple(err["loc"]))) from None
+    if not doc.format.startswith("partitioner.plan/"):
+        raise ConfigError(f"not a partitioner plan (format {doc.format!r})", file=file, location="format")
+    stages = [StageView(**st.model_dump()) for st in doc.stages]
+    _check_structure(stages, doc.num_layers, file)
+    return PlanView(
+        stages=tuple(stages),
+        num_layers=doc.num_layers,
+        model=doc.model,
+        feasible=doc.feasible,
+        reason=doc.reason,
+        document=dict(data),
+    )
+
+
+def load_plan(path: str | Path) -> PlanView:
+    """Read and validate plan.json; malformed JSON or fields -> ConfigError naming the file."""
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno) from None
+    return parse_plan(data, file=str(p))

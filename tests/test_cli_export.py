@@ -1,0 +1,94 @@
+"""`partition export plan.json --to TARGET` through the CLI boundary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+from partitioner.cli import main
+from partitioner.problem import CostTables, Problem, Solution, evaluate, objective_key
+from partitioner.result import Plan
+
+
+def plan_file(tmp_path: Path) -> Path:
+    kinds = ("embed",) + ("decoder",) * 6 + ("head",)
+    L, G = len(kinds), 2
+    t = CostTables(
+        cost=np.ones((G, L)),
+        memory_gb=np.ones(L),
+        cut_bytes=np.zeros(L),
+        capacity_gb=np.full(G, 24.0),
+        latency_s=np.zeros((G, G)),
+        bandwidth_Bps=np.full((G, G), np.inf),
+        layer_names=tuple(f"layer{i}" for i in range(L)),
+        device_names=("gpu1", "gpu0"),
+        gpu_names=("rtx-3090", "rtx-3090"),
+        node_names=("box", "box"),
+        layer_kinds=kinds,
+    )
+    p = Problem(t)
+    devices, cuts = (1, 0), (0, 4, 8)
+    key = objective_key(p, evaluate(p, devices, cuts))
+    plan = Plan.from_solution(p, Solution(devices, cuts, "dp", True, key, key[0]))
+    path = tmp_path / "plan.json"
+    path.write_text(plan.to_json())
+    return path
+
+
+def test_export_vllm(tmp_path: Path) -> None:
+    path = plan_file(tmp_path)
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--device-id", "gpu0=0", "--device-id", "gpu1=1"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == (
+        "# vLLM: pipeline rank k runs stage k (2 ranks, tensor parallel 1)\n"
+        "# rank 0: device 'gpu0' (rtx-3090) on node 'box', decoder layers 0-2 + embedding\n"
+        "# rank 1: device 'gpu1' (rtx-3090) on node 'box', decoder layers 3-5 + LM head\n"
+        "export CUDA_VISIBLE_DEVICES=0,1\n"
+        "export VLLM_PP_LAYER_PARTITION=3,3\n"
+        "--pipeline-parallel-size 2\n"
+    )
+    assert r.stderr == ""
+
+
+def test_export_warnings_go_to_stderr(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["export", str(plan_file(tmp_path)), "--to", "torchgpipe"])
+    assert r.exit_code == 0
+    assert r.stdout.endswith("balance=[4, 4]\ndevices=['cuda:0', 'cuda:1']\n")
+    assert r.stderr.startswith("warning: CUDA ordinals inferred from device names")
+
+
+def test_export_json_roundtrip(tmp_path: Path) -> None:
+    path = plan_file(tmp_path)
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "json"])
+    assert r.exit_code == 0 and r.stdout == path.read_text()
+
+
+def test_export_strict_fails_when_target_cannot_express(tmp_path: Path) -> None:
+    path = plan_file(tmp_path)
+    text = path.read_text().replace('"node": "box"', '"node": "other"', 1)
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "torchgpipe", "--strict"])
+    assert r.exit_code == 2
+    assert "error: torchgpipe cannot express this plan: torchgpipe runs in one process on one host" in r.stderr
+    assert r.stdout == ""
+
+
+def test_export_bad_inputs(tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = runner.invoke(main, ["export", str(bad), "--to", "vllm"])
+    assert r.exit_code == 2 and f"error: {bad}:1: invalid JSON" in r.stderr
+    bad.write_text('{"num_layers": 4, "stages": [{"device": "a", "gpu": "t4", "node": "n", "start": 0, "end": "x", "decoder_layers": 1}]}')
+    r = runner.invoke(main, ["export", str(bad), "--to", "vllm"])
+    assert r.exit_code == 2 and f"error: {bad}: stages[0].end: Input should be a valid integer" in r.stderr
+    r = runner.invoke(main, ["export", str(tmp_path / "missing.json"), "--to", "vllm"])
+    assert r.exit_code == 2 and "missing.json" in r.stderr
+    r = runner.invoke(main, ["export", str(plan_file(tmp_path)), "--to", "vllm", "--device-id", "gpu0"])
+    assert r.exit_code == 2 and "--device-id takes NAME=VALUE (got 'gpu0')" in r.stderr
+    r = runner.invoke(main, ["export", str(plan_file(tmp_path)), "--to", "vllm", "--device-id", "gpu0=x"])
+    assert r.exit_code == 2 and "ORDINAL must be an integer" in r.stderr
+    r = runner.invoke(main, ["export", str(plan_file(tmp_path)), "--to", "nope"])
+    assert r.exit_code == 2 and "Invalid value for '--to'" in r.stderr
