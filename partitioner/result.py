@@ -44,6 +44,7 @@ class StagePlan:
     sigma: float
     memory_gb: float
     capacity_gb: float
+    ordinal: int = 0  # position among the cluster's devices on the same node (listed order)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +63,7 @@ class StagePlan:
             "sigma": self.sigma,
             "memory_gb": self.memory_gb,
             "capacity_gb": self.capacity_gb,
+            "ordinal": self.ordinal,
         }
 
 
@@ -112,6 +114,7 @@ class Plan:
                     sigma=float(m.sigma[s]),
                     memory_gb=float(m.memory_gb[s]),
                     capacity_gb=float(m.capacity_gb[s]),
+                    ordinal=t.node_names[:g].count(t.node_names[g]),
                 )
             )
         return cls(

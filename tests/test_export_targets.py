@@ -100,7 +100,15 @@ def test_sglang_and_trtllm_one_host() -> None:
 def test_ordinals_inferred_from_names_with_a_warning() -> None:
     out = render(ONE_HOST, "vllm")
     assert "export CUDA_VISIBLE_DEVICES=2,0,3,1\n" in out.text
-    assert out.warnings[0].startswith("CUDA ordinals inferred from device names ('gpu2' -> 2")
+    assert out.warnings[0].startswith("CUDA ordinals assumed ('gpu2' -> 2")
+
+
+def test_ordinals_follow_the_cluster_listing_before_names() -> None:
+    doc = ONE_HOST.to_dict()
+    for st, listed in zip(doc["stages"], (3, 2, 1, 0)):  # listed order disagrees with the names
+        st["ordinal"] = listed
+    out = render(doc, "vllm")
+    assert "export CUDA_VISIBLE_DEVICES=3,2,1,0\n" in out.text
 
 
 def test_llamacpp_one_host_and_replay() -> None:

@@ -11,8 +11,8 @@ __all__ = ["render_plan", "stage_table", "summary_lines"]
 
 
 def _layer_range(st: Any) -> str:
-    names = st.first_layer if st.start + 1 == st.end else f"{st.first_layer} .. {st.last_layer}"
-    return f"[{st.start}, {st.end})  {names}"
+    names = st.first_layer if st.start + 1 == st.end else f"{st.first_layer}..{st.last_layer}"
+    return f"[{st.start},{st.end}) {names}"
 
 
 def stage_table(plan: Plan) -> Any:
@@ -55,10 +55,11 @@ def summary_lines(plan: Plan, even: Plan | str | None) -> list[str]:
     if weak:
         lines.append("links that still violate d_s > τ_max − τ_s (they set the blocking slope):")
         for w in weak:
-            lines.append(
-                f"  {w['from']} → {w['to']}: d = {fmt_time(w['d'])} > slack {fmt_time(w['slack'])}; "
-                f"needs d ≤ {fmt_time(w['max_latency_to_fix'])} (cut {fmt_time(w['excess'])})"
-            )
+            head = f"  {w['from']} → {w['to']}: d = {fmt_time(w['d'])} > slack {fmt_time(w['slack'])}; "
+            if w["slack"] > 0:
+                lines.append(head + f"fixed by a link with d ≤ {fmt_time(w['max_latency_to_fix'])}")
+            else:
+                lines.append(head + "the bottleneck's own send: only asynchronous sends hide it")
     else:
         lines.append("no link violates d_s > τ_max − τ_s: communication adds only a constant (Cor 4)")
     lines.append(_gain_line(plan, even))
@@ -95,6 +96,8 @@ def render_plan(plan: Plan, even: Plan | str | None) -> None:
     from rich.console import Console
 
     console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=140)
     console.print(stage_table(plan))
     if not plan.feasible:
         console.print(f"[bold red]infeasible:[/] {plan.reason}")

@@ -2,7 +2,8 @@
 
 A plan names devices and nodes, not CUDA ordinals. Assumption (documented in the README):
 the CUDA ordinal of a device is given by `ordinals` (CLI: `--device-id NAME=ORDINAL`);
-otherwise it is the trailing integer of the device name ("gpu3" -> 3, "box-1" -> 1) when
+otherwise it is the device's position among its node's devices in the cluster file (the plan's
+`ordinal`, so list each node's GPUs in CUDA order), else the trailing integer of the device name ("gpu3" -> 3, "box-1" -> 1) when
 every stage device of that node has a distinct one, else the device's position among its
 node's stage devices sorted by name. Inferred ordinals are reported as a warning.
 """
@@ -33,7 +34,10 @@ def cuda_ordinals(view: PlanView, given: Mapping[str, int] | None = None) -> tup
         devs = [st.device for st in view.stages if st.node == node]
         todo = [d for d in devs if d not in given]
         trailing = {d: _TRAILING.search(d) for d in todo}
-        if all(trailing.values()) and len({int(m.group(1)) for m in trailing.values() if m}) == len(todo):
+        listed = {st.device: st.ordinal for st in view.stages if st.node == node and st.ordinal is not None}
+        if len(listed) == len(devs) and len(set(listed.values())) == len(devs):
+            guess = {d: listed[d] for d in todo}
+        elif all(trailing.values()) and len({int(m.group(1)) for m in trailing.values() if m}) == len(todo):
             guess = {d: int(m.group(1)) for d, m in trailing.items() if m}
         else:
             guess = {d: i for i, d in enumerate(sorted(devs)) if d in todo}
@@ -45,7 +49,8 @@ def cuda_ordinals(view: PlanView, given: Mapping[str, int] | None = None) -> tup
     warnings = []
     if inferred:
         warnings.append(
-            "CUDA ordinals inferred from device names (" + ", ".join(inferred) + "); "
+            "CUDA ordinals assumed (" + ", ".join(inferred) + "): a device's position among its node's "
+            "devices in the cluster file, else the trailing number of its name; "
             "pass --device-id NAME=ORDINAL if they differ"
         )
     return out, warnings

@@ -32,6 +32,7 @@ def _models() -> tuple[type, type]:
         decoder_layers: int = Field(ge=0)
         embed: bool = False
         head: bool = False
+        ordinal: int | None = Field(default=None, ge=0)
 
     class PlanFile(BaseModel):
         model_config = ConfigDict(extra="ignore", frozen=True, strict=True)

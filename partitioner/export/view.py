@@ -25,6 +25,7 @@ class StageView:
     decoder_layers: int
     embed: bool
     head: bool
+    ordinal: int | None = None  # listed position on its node (plan.json), a CUDA-ordinal guess
 
     @property
     def layers(self) -> int:
@@ -79,6 +80,7 @@ def from_plan(plan: Any) -> PlanView:
             decoder_layers=int(st.decoder_layers),
             embed=bool(st.embed),
             head=bool(st.head),
+            ordinal=getattr(st, "ordinal", None),
         )
         for st in plan.stages
     )
