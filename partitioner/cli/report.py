@@ -1,0 +1,141 @@
+"""`partition report model.yaml cluster.yaml`: compare plans, baselines and GPipe; what-ifs (issue 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["report", "parse_Ms"]
+
+REPORT_MARKER = "partitioner.report/1"
+
+
+def parse_Ms(values: tuple[str, ...]) -> tuple[int, ...]:
+    """`--M 1,8 --M 32` -> (1, 8, 32); default (1, 8, 32, 100). Bad values raise InputError."""
+    from partitioner.errors import InputError
+    from partitioner.report.compare import DEFAULT_MS
+
+    out: list[int] = []
+    for text in values:
+        for part in text.split(","):
+            part = part.strip()
+            if not part.isdigit() or int(part) < 1:
+                raise InputError(f"--M expects integers >= 1, comma-separated (got {text!r})")
+            out.append(int(part))
+    return tuple(dict.fromkeys(out)) or DEFAULT_MS
+
+
+def _check_outputs(outputs: dict[str, str | None], inputs: tuple[str, str]) -> None:
+    """Refuse an output that is an input file or that another output also names."""
+    from partitioner.errors import InputError
+
+    seen: dict[Path, str] = {Path(p).resolve(): "input" for p in inputs}
+    for option, path in outputs.items():
+        if not path:
+            continue
+        where = Path(path).resolve()
+        if where in seen:
+            what = "an input file" if seen[where] == "input" else f"the {seen[where]} output"
+            raise InputError(f"{option} {path!r}: refusing to overwrite {what}")
+        seen[where] = option
+        if where.is_file() and REPORT_MARKER not in where.read_text(encoding="utf-8", errors="replace"):
+            # checked again by safe_write; failing here saves the solving time
+            raise InputError(f"{path}: exists and was not written by partitioner; choose another path")
+
+
+def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
+    if path:
+        from partitioner.cli._output import safe_write
+
+        safe_write(path, text, inputs=inputs, marker=REPORT_MARKER)
+        click.echo(f"wrote {path}", err=True)
+
+
+@click.command("report")
+@click.argument("model_file", metavar="MODEL.yaml", type=click.Path(dir_okay=False))
+@click.argument("cluster_file", metavar="CLUSTER.yaml", type=click.Path(dir_okay=False))
+@click.option("--M", "Ms", multiple=True, metavar="M[,M...]",
+              help="Micro-batch counts for the T(M) tables (repeatable; default 1,8,32,100).")
+@click.option("--plan-M", "plan_M", type=click.IntRange(min=1), default=8, show_default=True,
+              help="M the plans are optimised for (makespan objective, tie-breaks).")
+@click.option("--objective", type=click.Choice(["balanced", "throughput", "makespan"]), default="balanced",
+              show_default=True, help="Objective of the base plan the what-ifs are compared with.")
+@click.option("--base-regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True,
+              help="Regime of the compared plans and the Pareto sweep.")
+@click.option("--solver", type=click.Choice(["auto", "dp", "cpsat", "brute"]), default="auto", show_default=True)
+@click.option("--order", type=click.Choice(["free", "fixed"]), default=None, help="Override the cluster file's order.")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="CP-SAT time limit per solve, seconds.")
+@click.option("--pareto-max-M", "pareto_max_M", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Largest M of the Pareto sweep (powers of two from 1).")
+@click.option("--without", multiple=True, metavar="DEVICE", help="What-if: drop a device.")
+@click.option("--with", "with_", multiple=True, metavar="GPU_ID@NODE", help="What-if: add a GPU on a node.")
+@click.option("--link", multiple=True, metavar="A:B=MS,GB_S", help="What-if: set a link's latency and bandwidth.")
+@click.option("--regime", multiple=True, metavar="async|blocking", help="What-if: re-plan in this regime.")
+@click.option("--phase", multiple=True, metavar="decode|prefill", help="What-if: re-plan in this phase.")
+@click.option("--md", "md_out", type=click.Path(dir_okay=False), default=None, help="Write Markdown here.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write JSON here.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="Write a self-contained HTML page here.")
+def report(model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int, objective: str,
+           base_regime: str, solver: str, order: str | None, time_limit: float | None, pareto_max_M: int,
+           without: tuple[str, ...], with_: tuple[str, ...], link: tuple[str, ...], regime: tuple[str, ...],
+           phase: tuple[str, ...], md_out: str | None, json_out: str | None, html_out: str | None) -> None:
+    """Compare optimal plans, engine baselines and GPipe on MODEL and CLUSTER, with what-ifs."""
+    from partitioner.report.whatif import parse_variations
+
+    inputs = (model_file, cluster_file)
+    _check_outputs({"--md": md_out, "--json": json_out, "--html": html_out}, inputs)
+    M_list = parse_Ms(Ms)
+    variations = parse_variations(without=without, with_=with_, link=link, regime=regime, phase=phase)
+    rep = _build(model_file, cluster_file, M_list, plan_M, objective, base_regime, solver, order,
+                 time_limit, pareto_max_M, variations)
+    _show(rep, md_out, json_out, html_out, inputs)
+
+
+def _build(model_file: str, cluster_file: str, Ms: tuple[int, ...], plan_M: int, objective: str,
+           base_regime: str, solver: str, order: str | None, time_limit: float | None, pareto_max_M: int,
+           variations: Any) -> Any:
+    from partitioner.api import build_problem, solve_problem
+    from partitioner.models import load_cluster, load_model
+    from partitioner.report.build import build_report
+    from partitioner.report.pareto import pareto_Ms
+    from partitioner.report.whatif import prepare, run
+
+    model, cluster = load_model(model_file), load_cluster(cluster_file)
+    problem = build_problem(model, cluster, M=plan_M, regime=base_regime, objective=objective, order=order,
+                            time_limit_s=time_limit)
+    prepared = prepare(model, cluster, variations, base_regime)
+
+    def planner(m: Any, c: Any, regime: str) -> Any:
+        p = build_problem(m, c, M=plan_M, regime=regime, objective=objective, order=order, time_limit_s=time_limit)
+        return solve_problem(p, solver)
+
+    return build_report(
+        problem, Ms=Ms, solver=solver, base=objective, pareto_Ms=pareto_Ms(pareto_max_M),
+        cluster=getattr(cluster, "name", "") or Path(cluster_file).stem,
+        whatif=(lambda base: run(prepared, base, base_regime, planner)) if prepared else None,
+    )
+
+
+def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | None,
+          inputs: tuple[str, str]) -> None:
+    from rich.console import Console
+
+    from partitioner.report.render_text import render_text
+
+    render_text(rep, console=Console(width=200))
+    if md_out:
+        from partitioner.report.render_md import render_md
+
+        _write(md_out, render_md(rep), inputs)
+    if json_out:
+        from partitioner.report.render_json import render_json
+
+        _write(json_out, render_json(rep), inputs)
+    if html_out:
+        from partitioner.report.html import render_html
+
+        _write(html_out, render_html(rep), inputs)

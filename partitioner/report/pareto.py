@@ -1,0 +1,85 @@
+"""Pareto frontier between throughput (1 / period) and first-micro-batch latency (sum tau + sum d).
+
+Why a sweep of M finds it (Thm 2 / Thm 3, theory.md): T(M) = (sum tau + sum d) + (M - 1) * period
+is a weighted sum of the two criteria, latency with weight 1 and period with weight M - 1.
+A plan minimising T(M) for some M is therefore a *supported* Pareto point (a vertex of the
+convex hull of the achievable (period, latency) set). Solving the `makespan` objective for
+M = 1, 2, 4, ..., 4096 and keeping the non-dominated results gives these supported points;
+non-supported points (inside the hull's concave dents) are not searched for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+
+from partitioner.problem import RTOL, Problem
+from partitioner.report.compare import ParetoPoint
+from partitioner.result import Plan
+
+__all__ = ["PARETO_MS", "pareto_Ms", "sweep", "frontier", "dominates"]
+
+PARETO_MS: tuple[int, ...] = tuple(2**k for k in range(13))  # 1, 2, 4, ..., 4096
+
+Solve = Callable[[Problem], Plan]
+
+
+def pareto_Ms(max_M: int) -> tuple[int, ...]:
+    """Powers of two from 1 up to `max_M` (inclusive of `max_M` itself)."""
+    out = [1]
+    while out[-1] * 2 <= max_M:
+        out.append(out[-1] * 2)
+    if out[-1] != max_M:
+        out.append(max_M)
+    return tuple(out)
+
+
+def _point(M: int, plan: Plan) -> ParetoPoint:
+    return ParetoPoint(
+        M=M,
+        throughput=plan.throughput,
+        first_latency=plan.first_latency,
+        tau_max=plan.tau_max,
+        devices=tuple(st.device for st in plan.stages),
+        layers=tuple((st.start, st.end) for st in plan.stages),
+    )
+
+
+def sweep(problem: Problem, Ms: Sequence[int], solve: Solve) -> list[ParetoPoint]:
+    """argmin T(M) (objective `makespan`) for every M in `Ms`, in `problem`'s regime."""
+    points = []
+    for M in Ms:
+        plan = solve(dataclasses.replace(problem, M=int(M), objective="makespan"))
+        if plan.feasible:
+            points.append(_point(int(M), plan))
+    return points
+
+
+def _le(a: float, b: float) -> bool:
+    return a <= b + RTOL * max(abs(a), abs(b))
+
+
+def _lt(a: float, b: float) -> bool:
+    return a < b - RTOL * max(abs(a), abs(b))
+
+
+def dominates(p: ParetoPoint, q: ParetoPoint) -> bool:
+    """p is at least as good on both criteria and strictly better on one (within RTOL)."""
+    better_or_equal = _le(q.throughput, p.throughput) and _le(p.first_latency, q.first_latency)
+    strictly = _lt(q.throughput, p.throughput) or _lt(p.first_latency, q.first_latency)
+    return better_or_equal and strictly
+
+
+def frontier(points: Iterable[ParetoPoint]) -> tuple[ParetoPoint, ...]:
+    """Non-dominated points, one per distinct (throughput, latency), sorted by rising latency."""
+    pts = list(points)
+    kept: list[ParetoPoint] = []
+    for p in pts:
+        if any(dominates(q, p) for q in pts):
+            continue
+        same = any(not _lt(k.throughput, p.throughput) and not _lt(p.throughput, k.throughput)
+                   and not _lt(k.first_latency, p.first_latency)
+                   and not _lt(p.first_latency, k.first_latency) for k in kept)
+        if not same:
+            kept.append(p)
+    return tuple(sorted(kept, key=lambda p: (p.first_latency, -p.throughput)))

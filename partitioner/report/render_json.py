@@ -1,0 +1,87 @@
+"""The report as one deterministic JSON object (`partition report --json FILE`).
+
+Keys mirror the `Report` dataclasses; plans are keyed by name and per-M numbers by str(M), so
+a number's path reads like `plans.balanced.by_M.8.T_async` (the HTML page's `data-key`s).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from partitioner.report.compare import PlanRow, Report, WhatIf
+
+__all__ = ["REPORT_FORMAT", "report_dict", "render_json", "lookup"]
+
+REPORT_FORMAT = "partitioner.report/1"
+
+
+def _metrics_dict(row: PlanRow) -> dict[str, Any]:
+    m = row.metrics
+    if m is None:
+        return {}
+    out = asdict(m)
+    out["layers"] = [list(x) for x in m.layers]
+    out["by_M"] = {
+        str(x.M): {
+            "T_async": x.T_async,
+            "T_block": x.T_block,
+            "T_gpipe": x.T_gpipe,
+            "gpipe_error": x.gpipe_error,
+            "gpipe_minus_async": x.T_gpipe - x.T_async,
+        }
+        for x in m.by_M
+    }
+    out["violations"] = [asdict(v) for v in m.violations]
+    out["memory"] = [asdict(v) for v in m.memory]
+    return out
+
+
+def _row_dict(row: PlanRow) -> dict[str, Any]:
+    head = {
+        "kind": row.kind,
+        "label": row.label,
+        "feasible": row.feasible,
+        "reason": row.reason,
+        "solver": row.solver,
+        "optimal": row.optimal,
+    }
+    return {**head, **_metrics_dict(row)}
+
+
+def _whatif_dict(w: WhatIf) -> dict[str, Any]:
+    out = asdict(w)
+    out["T"] = {str(M): {"T": T, "change": ch} for M, T, ch in w.T}
+    out["devices"] = list(w.devices)
+    return out
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    """JSON-ready dict; the same report gives the same dict (no timings)."""
+    return {
+        "format": REPORT_FORMAT,
+        "model": report.model,
+        "cluster": report.cluster,
+        "regime": report.regime,
+        "plan_M": report.plan_M,
+        "Ms": list(report.Ms),
+        "base": report.base,
+        "plans": {row.name: _row_dict(row) for row in report.rows},
+        "pareto": [
+            {**asdict(p), "layers": [list(x) for x in p.layers], "devices": list(p.devices)}
+            for p in report.pareto
+        ],
+        "whatif": [_whatif_dict(w) for w in report.whatifs],
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_dict(report), indent=2) + "\n"
+
+
+def lookup(data: Any, key: str) -> Any:
+    """Follow a dotted path (`plans.balanced.by_M.8.T_async`; list items by index)."""
+    for part in key.split("."):
+        data = data[int(part)] if isinstance(data, list) else data[part]
+    return data

@@ -1,0 +1,40 @@
+"""The report as Markdown (`partition report --md FILE`): a heading and one table per section."""
+
+from __future__ import annotations
+
+from partitioner.report.compare import Report
+from partitioner.report.render_json import REPORT_FORMAT
+from partitioner.report.tables import Table, report_tables
+
+__all__ = ["render_md"]
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(t: Table) -> list[str]:
+    lines = [f"## {t.title}", ""]
+    if not t.rows:
+        return lines + ["(none)", ""]
+    lines.append("| " + " | ".join(_escape(c) for c in t.columns) + " |")
+    lines.append("|" + "|".join("---" for _ in t.columns) + "|")
+    lines += ["| " + " | ".join(_escape(c.text) for c in row) + " |" for row in t.rows]
+    if t.note:
+        lines += ["", f"_{t.note}_"]
+    return lines + [""]
+
+
+def render_md(report: Report) -> str:
+    """Deterministic Markdown: same report, same text."""
+    lines = [
+        f"<!-- {REPORT_FORMAT} -->",
+        f"# Partition report: {report.model or 'model'} on {report.cluster or 'cluster'}",
+        "",
+        f"Regime `{report.regime}`; plans optimised at M = {report.plan_M}; base plan `{report.base}`; "
+        f"T(M) shown for M = {', '.join(str(M) for M in report.Ms)}.",
+        "",
+    ]
+    for t in report_tables(report):
+        lines += _table(t)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,116 @@
+"""`partition report` end to end on the bundled example, and its error paths (exit codes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from partitioner.cli import main
+from partitioner.cli.report import parse_Ms
+from partitioner.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = str(ROOT / "examples" / "models" / "qwen2.5-14b.yaml")
+CLUSTER = str(ROOT / "examples" / "clusters" / "seed.yaml")
+FAST = ["--M", "1,8", "--pareto-max-M", "8"]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    paths = {k: out / f"report.{k}" for k in ("html", "json", "md")}
+    result = invoke("report", MODEL, CLUSTER, *FAST, "--without", "node03-1070", "--regime", "blocking",
+                    "--phase", "prefill", "--link", "laptop-5090:node02-3090=0.05,100",
+                    "--html", str(paths["html"]), "--json", str(paths["json"]), "--md", str(paths["md"]))
+    assert result.exit_code == 0, result.output
+    return result, paths
+
+
+def test_end_to_end(outputs) -> None:
+    result, paths = outputs
+    data = json.loads(paths["json"].read_text())
+    assert list(data["plans"]) == ["balanced", "throughput", "makespan", "even", "memory", "params", "speed"]
+    assert data["Ms"] == [1, 8] and data["cluster"] == "seed"
+    for name, plan in data["plans"].items():
+        assert plan["feasible"] or plan["reason"], name  # infeasible rows say why
+        if "by_M" in plan:
+            for at in plan["by_M"].values():
+                assert at["gpipe_minus_async"] == pytest.approx(plan["homogeneity_bias"] - plan["comm_underestimate"])
+    best = data["plans"]["balanced"]["tau_max"]
+    assert all(best <= p["tau_max"] * (1 + 1e-9) for p in data["plans"].values() if p["feasible"])
+    assert [w["name"] for w in data["whatif"]] == [
+        "--without node03-1070", "--link laptop-5090:node02-3090=0.05,100", "--regime blocking", "--phase prefill"]
+    assert data["pareto"] and all(p["M"] in (1, 2, 4, 8) for p in data["pareto"])
+    assert "Pareto frontier" in result.output and "What-if" in result.output
+    assert paths["md"].read_text().count("\n## ") == 7
+    assert paths["html"].read_text().startswith("<!DOCTYPE html>")
+
+
+def test_rerun_may_overwrite_its_own_outputs(outputs, tmp_path) -> None:
+    _, paths = outputs
+    result = invoke("report", MODEL, CLUSTER, "--M", "1", "--pareto-max-M", "1", "--md", str(paths["md"]))
+    assert result.exit_code == 0, result.output
+
+
+def test_with_device_variation() -> None:
+    result = invoke("report", MODEL, CLUSTER, "--M", "8", "--pareto-max-M", "1", "--with", "rtx-3090@node-02")
+    assert result.exit_code == 0, result.output
+    assert "--with rtx-3090@node-02" in result.output
+
+
+def test_parse_Ms() -> None:
+    assert parse_Ms(()) == (1, 8, 32, 100)
+    assert parse_Ms(("1,8", "32", "8")) == (1, 8, 32)
+    with pytest.raises(InputError, match=r"got '1,x'"):
+        parse_Ms(("1,x",))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--M", "0"], "--M expects integers >= 1"),
+        (["--link", "laptop-5090-node02-3090"], "A:B=latency_ms,bandwidth_gb_s"),
+        (["--with", "rtx-3090"], "GPU_ID@NODE"),
+        (["--without", "no-such-gpu"], "'no-such-gpu'"),
+        (["--regime", "sync"], "got 'sync'"),
+        (["--phase", "train"], "got 'train'"),
+    ],
+)
+def test_bad_arguments_exit_2(args: list[str], message: str) -> None:
+    result = invoke("report", MODEL, CLUSTER, *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_refuses_to_overwrite_inputs(tmp_path) -> None:
+    model = tmp_path / "model.yaml"
+    model.write_text(Path(MODEL).read_text())
+    before = model.read_text()
+    for option in ("--md", "--json", "--html"):
+        result = invoke("report", str(model), CLUSTER, option, str(model))
+        assert result.exit_code == 2 and "refusing to overwrite an input file" in result.output
+    assert model.read_text() == before
+
+
+def test_refuses_same_output_twice_and_foreign_files(tmp_path) -> None:
+    out = tmp_path / "r.out"
+    result = invoke("report", MODEL, CLUSTER, "--md", str(out), "--json", str(out))
+    assert result.exit_code == 2 and "refusing to overwrite the --md output" in result.output
+    notes = tmp_path / "notes.md"
+    notes.write_text("my notes\n")
+    result = invoke("report", MODEL, CLUSTER, *FAST, "--md", str(notes))
+    assert result.exit_code == 2 and "not written by partitioner" in result.output
+    assert notes.read_text() == "my notes\n"
+
+
+def test_missing_file_exit_2(tmp_path) -> None:
+    result = invoke("report", str(tmp_path / "nope.yaml"), CLUSTER)
+    assert result.exit_code == 2 and "nope.yaml" in result.output
