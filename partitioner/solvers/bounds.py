@@ -1,0 +1,130 @@
+"""Lower bounds on the optimum, for reporting a gap (algorithms.md §4).
+
+    tau* >= max_l min_{g: m[l] <= C_g} c[g][l]                       (every layer runs somewhere)
+    S    >= fewest devices whose memory can hold the model           (memory floor on stage count)
+    tau* >= B_LP: min B s.t. sum_t x_tl = 1, sum_l c_t[l] x_tl <= m_t B,
+                  sum_l m[l] x_tl <= m_t C_t, x >= 0                 (fluid LP over device types)
+    T*   >= (M-1) tau_LB + max(tau_LB, sum_l min_g c[g][l]) + (S_min - 1) d_min   (Thm 2 / Thm 3;
+           sigma_max >= tau_max, so the same bound holds for blocking)
+The LP is solved with OR-Tools' GLOP (pywraplp), imported lazily.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from partitioner.errors import SolverError
+from partitioner.problem import CostTables, Problem
+
+__all__ = ["tau_floor", "min_stages", "fluid_bound", "tau_bound", "min_delay", "makespan_bound", "lower_bound"]
+
+
+def _room(tables: CostTables) -> np.ndarray:
+    """Capacity plus the tied-embedding saving (a single full stage counts it once), with the
+    tolerance of `Metrics.fits`: memory no layer set beyond it can use on device g."""
+    saving = tables.tied_gb if tables.L > 1 else 0.0
+    return np.asarray(tables.capacity_gb, dtype=float) * (1 + 1e-9) + 1e-12 + saving
+
+
+def _without_memory(tables: CostTables) -> CostTables:
+    """The same tables with unlimited memory: bounds of it hold for every plan, fitting or not."""
+    return dataclasses.replace(tables, capacity_gb=np.full(tables.G, np.inf))
+
+
+def tau_floor(tables: CostTables) -> float:
+    """max_l min over devices that can hold layer l of c[g][l] (inf if some layer fits nowhere)."""
+    fits = tables.memory_gb[None, :] <= _room(tables)[:, None]
+    cheapest = np.where(fits, tables.cost, np.inf).min(axis=0)
+    return float(cheapest.max())
+
+
+def min_stages(tables: CostTables) -> int:
+    """Fewest stages any plan needs: 1 if the whole model fits one device (tied embeddings counted
+    once), else the fewest largest capacities whose sum holds all layers (G + 1 when none does)."""
+    need_one = float(tables.memory_gb.sum()) - (tables.tied_gb if tables.L > 1 else 0.0)
+    caps = np.sort(np.asarray(tables.capacity_gb, dtype=float))[::-1]
+    if caps[0] * (1 + 1e-9) + 1e-12 >= need_one:
+        return 1
+    need = float(tables.memory_gb.sum())
+    total = np.cumsum(caps) * (1 + 1e-9) + 1e-12
+    hit = np.flatnonzero(total >= need)
+    return max(2, int(hit[0]) + 1) if hit.size else tables.G + 1
+
+
+def fluid_bound(tables: CostTables) -> float:
+    """The fluid LP bound on tau* over device types (same cost row and capacity), via GLOP."""
+    from ortools.linear_solver import pywraplp
+
+    types: dict[bytes, list[int]] = {}
+    for g in range(tables.G):
+        key = tables.cost[g].tobytes() + np.float64(tables.capacity_gb[g]).tobytes()
+        types.setdefault(key, []).append(g)
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    if solver is None:
+        raise SolverError("OR-Tools GLOP is not available for the fluid lower bound")
+    B = solver.NumVar(0.0, solver.infinity(), "B")
+    x = {}
+    for t, members in enumerate(types.values()):
+        g = members[0]
+        for l in range(tables.L):
+            if tables.memory_gb[l] <= _room(tables)[g]:
+                x[t, l] = solver.NumVar(0.0, 1.0, f"x_{t}_{l}")
+        row = [(float(tables.cost[g, l]), x[t, l]) for l in range(tables.L) if (t, l) in x]
+        solver.Add(sum(c * v for c, v in row) <= len(members) * B)
+        mem = sum(float(tables.memory_gb[l]) * v for l in range(tables.L) if (t, l) in x for v in [x[t, l]])
+        solver.Add(mem <= len(members) * float(_room(tables)[g]))
+    for l in range(tables.L):
+        vars_l = [v for (t, ll), v in x.items() if ll == l]
+        if not vars_l:
+            return float("inf")
+        solver.Add(sum(vars_l) == 1)
+    solver.Minimize(B)
+    status = solver.Solve()
+    if status == pywraplp.Solver.INFEASIBLE:
+        return float("inf")
+    if status != pywraplp.Solver.OPTIMAL:
+        raise SolverError(f"GLOP could not solve the fluid LP (status {status})")
+    return float(B.solution_value()) * (1 - 1e-9)  # LP tolerance: never above the true bound
+
+
+def tau_bound(tables: CostTables, lp: bool = True) -> float:
+    """The best tau* lower bound: max(tau_floor, fluid_bound) (the LP only when `lp`)."""
+    floor = tau_floor(tables)
+    return max(floor, fluid_bound(tables)) if lp else floor
+
+
+def min_delay(tables: CostTables) -> float:
+    """The cheapest cut any plan can make: min over g != h and cut positions of alpha + b / beta."""
+    if tables.G < 2 or tables.L < 2:
+        return 0.0
+    off = ~np.eye(tables.G, dtype=bool)
+    b = float(np.min(tables.cut_bytes[: tables.L - 1]))
+    with np.errstate(divide="ignore"):
+        d = tables.latency_s + np.where(np.isinf(tables.bandwidth_Bps), 0.0, b / tables.bandwidth_Bps)
+    return float(d[off].min())
+
+
+def makespan_bound(problem: Problem, tau_lb: float | None = None) -> float:
+    """T* >= (M-1) tau_LB + max(tau_LB, sum_l min_g c[g][l]) + (S_min - 1) d_min (Thm 2 / Thm 3)."""
+    t = problem.tables
+    lb = tau_bound(t) if tau_lb is None else tau_lb
+    work = float(t.cost.min(axis=0).sum())
+    S = min(min_stages(t), t.G)
+    return (problem.M - 1) * lb + max(lb, work) + (S - 1) * min_delay(t)
+
+
+def lower_bound(problem: Problem, lp: bool = True, memory: bool = True) -> float:
+    """A lower bound on the first component of `objective_key` (tau_max, the period, or T(M)).
+
+    With `memory` it bounds the optimum over plans that fit; it falls back to the memory-free
+    bound (always finite) when no plan fits. `memory=False` bounds every plan, including
+    baselines that break a memory limit."""
+    if memory:
+        lb = tau_bound(problem.tables, lp=lp)
+        if np.isfinite(lb) and min_stages(problem.tables) <= problem.G:
+            return makespan_bound(problem, lb) if problem.objective == "makespan" else lb
+    free = dataclasses.replace(problem, tables=_without_memory(problem.tables))
+    lb = tau_bound(free.tables, lp=lp)
+    return makespan_bound(free, lb) if problem.objective == "makespan" else lb

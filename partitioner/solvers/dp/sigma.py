@@ -1,0 +1,43 @@
+"""The lexicographic steps after the period (issue 4, algorithms.md §3c).
+
+balanced:            tau* = min tau_max; sigma* = min sigma_max s.t. tau_s <= tau*;
+                     then min sum_s sigma_s s.t. tau_s <= tau*, sigma_s <= sigma*
+                     (T(M) then has a fixed slope, Thm 2 / Thm 3, so minimising T = minimising the sum).
+throughput/async:    tau*, then min sum sigma_s s.t. tau_s <= tau*          (Thm 2: T = (M-1) tau* + sum)
+throughput/blocking: sigma* = min sigma_max, then min sum s.t. sigma_s <= sigma*  (Thm 3)
+Each cap is widened by the tie tolerance (`tables.cap`), so ties within rtol 1e-9 stay eligible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from partitioner.solvers.dp.fixed import Plan
+from partitioner.solvers.dp.space import Space
+from partitioner.solvers.dp.tables import cap
+
+__all__ = ["balanced", "throughput"]
+
+INF = float(np.inf)
+
+
+def balanced(space: Space) -> Plan:
+    """Lexicographic (tau_max, sigma_max, T(M)); (inf, (), ()) when nothing fits."""
+    tau = space.tau()
+    if not np.isfinite(tau):
+        return INF, (), ()
+    sigma = space.stages("max", cap(tau), INF)[0]
+    return space.stages("sum", cap(tau), cap(sigma))
+
+
+def throughput(space: Space, regime: str) -> Plan:
+    """Lexicographic (period, T(M)), period tau_max (async) or sigma_max (blocking)."""
+    if regime == "async":
+        tau = space.tau()
+        if not np.isfinite(tau):
+            return INF, (), ()
+        return space.stages("sum", cap(tau), INF)
+    sigma = space.stages("max", INF, INF)[0]
+    if not np.isfinite(sigma):
+        return INF, (), ()
+    return space.stages("sum", INF, cap(sigma))

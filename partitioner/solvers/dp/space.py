@@ -1,0 +1,86 @@
+"""The plan space a DP step searches: fixed order (a device chain) or free order (a lattice).
+
+`Space.tau()` is the tau step, `Space.stages(mode, tau_cap, sigma_cap)` the sigma ("max") and
+sum ("sum") steps, and `Space.values(kind, lo, hi)` the candidate bottleneck values of the
+makespan step (algorithms.md §3d): every interval sum C_g(i, j) for tau, every
+C_g(i, j) + d(g, h, j) and final C_g(i, L) for sigma, restricted to [lo, hi].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from partitioner.solvers.dp.fixed import Plan, fixed_stages, fixed_tau
+from partitioner.solvers.dp.lattice import Lattice, lattice_stages, lattice_tau
+from partitioner.solvers.dp.tables import DPTables
+
+__all__ = ["Space"]
+
+
+@dataclass(eq=False)
+class Space:
+    """`fine` (classes that respect links) drives the sigma/sum steps; `coarse` (cost row and
+    capacity only) the tau step. Both are None in fixed order."""
+
+    tables: DPTables
+    fine: Lattice | None = None
+    coarse: Lattice | None = None
+    calls: int = 0
+
+    @property
+    def free(self) -> bool:
+        return self.fine is not None
+
+    def tau(self) -> float:
+        """Minimum tau_max (inf when no plan fits)."""
+        if self.coarse is None:
+            self.calls += 1
+            return fixed_tau(self.tables)[0]
+        value, probes = lattice_tau(self.tables, self.coarse)
+        self.calls += probes
+        return value
+
+    def stages(self, mode: str, tau_cap: float, sigma_cap: float) -> Plan:
+        self.calls += 1
+        if self.fine is None:
+            return fixed_stages(self.tables, mode, tau_cap, sigma_cap)
+        return lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap)
+
+    def _pairs(self) -> list[tuple[int, int]]:
+        """(cost id, link id) of every stage-then-link pair a plan can contain."""
+        T = self.tables
+        if self.fine is None:
+            pairs = {(int(T.cost_id[g]), int(T.link_id[g, h])) for g in range(T.G) for h in range(g + 1, T.G)}
+        else:
+            cls = self.fine.classes
+            pairs = set()
+            for a in cls:
+                for b in cls:
+                    if a is not b:
+                        pairs.add((int(T.cost_id[a[0]]), int(T.link_id[a[0], b[0]])))
+                    elif len(a) >= 2:
+                        pairs.add((int(T.cost_id[a[0]]), int(T.link_id[a[0], a[1]])))
+        return sorted(pairs)
+
+    def _cost_ids(self) -> list[int]:
+        T = self.tables
+        gs = range(T.G) if self.fine is None else [c[0] for c in self.fine.classes]
+        return sorted({int(T.cost_id[g]) for g in gs})
+
+    def values(self, kind: str, lo: float, hi: float) -> np.ndarray:
+        """Sorted distinct candidate values of the bottleneck quantity ("tau" or "sigma") in [lo, hi]."""
+        T = self.tables
+        parts: list[np.ndarray] = []
+
+        def keep(x: np.ndarray) -> None:
+            parts.append(x[(x >= lo) & (x <= hi)])
+
+        for c in self._cost_ids():
+            keep(T.C[c].ravel() if kind == "tau" else T.C[c][:, -1])
+        if kind == "sigma":
+            for c, lid in self._pairs():
+                keep((T.C[c] + T.D[lid][None, :]).ravel())
+        out = np.unique(np.concatenate(parts)) if parts else np.empty(0)
+        return out[np.isfinite(out)]

@@ -1,0 +1,209 @@
+"""Arrays every DP step reads: interval costs, memory fit, link delays, device classes.
+
+Notation (algorithms.md "Notation", issue 4): P_g is the prefix sum of c[g][.], so the compute
+time of stage [i, j) on device g is C_g(i, j) = P_g[j] - P_g[i], set to +inf when the layers do
+not fit in C_g's memory (`problem.stage_memory` semantics, tied embeddings included) or j <= i.
+The delay of a cut at position j (after layer j-1) from g to h is
+d(g, h, j) = alpha(g, h) + b[j-1] / beta(g, h) (issue 3), +inf at j = 0 and j = L (no cut there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from partitioner.errors import InputError
+from partitioner.problem import RTOL, CostTables
+
+__all__ = ["DPTables", "build_tables", "check_tables", "cap", "device_classes"]
+
+
+def cap(x: float) -> float:
+    """x widened by the tie tolerance of `lex_compare` (rtol 1e-9, atol 1e-12): plans whose value
+    is equal to x within it count as ties, so a later lexicographic step may use them."""
+    return x + max(RTOL * abs(x), 1e-12)
+
+
+def check_tables(t: CostTables) -> None:
+    """Raise InputError unless the numbers are ones the DP's monotonicity arguments need."""
+    arrays = {
+        "cost": t.cost, "memory_gb": t.memory_gb, "cut_bytes": t.cut_bytes,
+        "latency_s": t.latency_s,
+    }
+    for name, arr in arrays.items():
+        a = np.asarray(arr, dtype=float)
+        bad = ~np.isfinite(a) | (a < 0)
+        if bad.any():
+            where = tuple(int(x) for x in np.argwhere(bad)[0])
+            raise InputError(f"CostTables.{name}{list(where)} must be finite and >= 0 (got {float(a[where])!r})")
+    bw = np.asarray(t.bandwidth_Bps, dtype=float)
+    bad = np.isnan(bw) | (bw <= 0)
+    if bad.any():
+        where = tuple(int(x) for x in np.argwhere(bad)[0])
+        raise InputError(f"CostTables.bandwidth_Bps{list(where)} must be > 0 (got {float(bw[where])!r})")
+    if np.isnan(np.asarray(t.capacity_gb, dtype=float)).any():
+        raise InputError(f"CostTables.capacity_gb must not be NaN (got {list(t.capacity_gb)!r})")
+
+
+@dataclass(frozen=True, eq=False)
+class DPTables:
+    """Interval-cost matrices per distinct (cost row, capacity) and delay vectors per distinct link.
+
+    C[cost_id[g]] is the (L+1, L+1) matrix C_g(i, j); D[link_id[g, h]] is the (L+1,) vector
+    j -> d(g, h, j). Band matrices capped at a period bound are cached in `_capped`.
+    """
+
+    L: int
+    G: int
+    cost_id: np.ndarray
+    C: tuple[np.ndarray, ...]
+    link_id: np.ndarray
+    D: tuple[np.ndarray, ...]
+    _capped: dict[tuple[int, float], np.ndarray] = field(default_factory=dict)
+    _succ: dict[int, list[int]] = field(default_factory=dict)
+    _stack: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def band(self, g: int, tau_cap: float) -> np.ndarray:
+        """C_g capped at tau_cap in band form: Cb[j, k-1] = C_g(j-k, j), the stage of k layers that
+        ends at j (k = 1..w, w the longest stage that fits). Shape (L+1, w)."""
+        c = int(self.cost_id[g])
+        key = (-1 - c, float(tau_cap))
+        if key not in self._capped:
+            if tau_cap == np.inf:
+                full = self.C[c]
+                i, j = np.nonzero(np.isfinite(full))
+                w = max(1, int((j - i).max())) if i.size else 1
+                jj = np.arange(self.L + 1)[:, None]
+                ii = jj - np.arange(1, w + 1)[None, :]
+                self._capped[key] = np.where(ii >= 0, full[np.clip(ii, 0, None), jj], np.inf)
+            else:
+                Cb = self.band(g, np.inf)
+                Cb = np.where(Cb <= tau_cap, Cb, np.inf)
+                cols = np.flatnonzero(np.isfinite(Cb).any(axis=0))
+                self._capped[key] = Cb[:, : max(1, int(cols.max()) + 1 if cols.size else 1)]
+        return self._capped[key]
+
+    def successor_links(self, u: int) -> list[int]:
+        """Distinct link ids from u to the devices listed after it (fixed order)."""
+        if u not in self._succ:
+            self._succ[u] = [int(x) for x in np.unique(self.link_id[u, u + 1:])]
+        return self._succ[u]
+
+    @property
+    def Dstack(self) -> np.ndarray:
+        """All delay vectors as one (links, L+1) array."""
+        if "D" not in self._stack:
+            self._stack["D"] = np.array(self.D)
+        return self._stack["D"]
+
+    def delay(self, g: int, h: int) -> np.ndarray:
+        return self.D[int(self.link_id[g, h])]
+
+
+def _interval_matrix(t: CostTables, g: int) -> np.ndarray:
+    """C_g(i, j) with +inf where j <= i or the layers [i, j) do not fit on g."""
+    L = t.L
+    P = np.concatenate(([0.0], np.cumsum(np.asarray(t.cost[g], dtype=float))))
+    Pm = np.concatenate(([0.0], np.cumsum(np.asarray(t.memory_gb, dtype=float))))
+    mem = Pm[None, :] - Pm[:, None]
+    if t.tied_gb:
+        mem[0, L] -= t.tied_gb  # stage_memory: tied embedding counted once on a single full stage
+    limit = float(t.capacity_gb[g]) * (1 + RTOL) + 1e-12  # the same test as Metrics.fits
+    i, j = np.indices((L + 1, L + 1))
+    ok = (j > i) & (mem <= limit)
+    return np.where(ok, P[None, :] - P[:, None], np.inf)
+
+
+def _delay_vector(t: CostTables, g: int, h: int) -> np.ndarray:
+    """j -> alpha(g, h) + b[j-1] / beta(g, h) for 1 <= j < L, +inf at 0 and L (link_delay semantics)."""
+    beta = float(t.bandwidth_Bps[g, h])
+    b = np.asarray(t.cut_bytes, dtype=float)
+    transfer = np.zeros(t.L) if np.isinf(beta) else b / beta
+    D = np.full(t.L + 1, np.inf)
+    D[1:t.L] = float(t.latency_s[g, h]) + transfer[: t.L - 1]
+    return D
+
+
+def build_tables(t: CostTables) -> DPTables:
+    """Deduplicate devices by (cost row, capacity) and links by (alpha, beta); build the arrays."""
+    check_tables(t)
+    G = t.G
+    keys: dict[bytes, int] = {}
+    cost_id = np.zeros(G, dtype=np.int64)
+    mats: list[np.ndarray] = []
+    for g in range(G):
+        key = np.asarray(t.cost[g], dtype=float).tobytes() + np.float64(t.capacity_gb[g]).tobytes()
+        if key not in keys:
+            keys[key] = len(mats)
+            mats.append(_interval_matrix(t, g))
+        cost_id[g] = keys[key]
+    links: dict[tuple[float, float], int] = {}
+    link_id = np.zeros((G, G), dtype=np.int64)
+    vecs: list[np.ndarray] = []
+    for g in range(G):
+        for h in range(G):
+            if g == h:
+                continue
+            key2 = (float(t.latency_s[g, h]), float(t.bandwidth_Bps[g, h]))
+            if key2 not in links:
+                links[key2] = len(vecs)
+                vecs.append(_delay_vector(t, g, h))
+            link_id[g, h] = links[key2]
+    if not vecs:
+        vecs.append(np.full(t.L + 1, np.inf))
+    return DPTables(L=t.L, G=G, cost_id=cost_id, C=tuple(mats), link_id=link_id, D=tuple(vecs))
+
+
+def device_classes(t: CostTables, links: bool) -> list[list[int]]:
+    """Interchangeable devices (algorithms.md §3b): same cost row and capacity and, when `links`,
+    such that the link between two devices depends only on their classes (block-constant
+    alpha/beta off the diagonal). Classes are ordered by their smallest device index."""
+    G = t.G
+    base: dict[bytes, int] = {}
+    label = np.zeros(G, dtype=np.int64)
+    for g in range(G):
+        key = np.asarray(t.cost[g], dtype=float).tobytes() + np.float64(t.capacity_gb[g]).tobytes()
+        label[g] = base.setdefault(key, len(base))
+    if links:
+        label = _refine_by_links(t, label)
+    groups: dict[int, list[int]] = {}
+    for g in range(G):
+        groups.setdefault(int(label[g]), []).append(g)
+    return sorted(groups.values(), key=lambda grp: grp[0])
+
+
+def _link_pair(t: CostTables, g: int, h: int) -> tuple[float, ...]:
+    return (float(t.latency_s[g, h]), float(t.bandwidth_Bps[g, h]),
+            float(t.latency_s[h, g]), float(t.bandwidth_Bps[h, g]))
+
+
+def _refine_by_links(t: CostTables, label: np.ndarray) -> np.ndarray:
+    """Split classes until every block of the link matrices is constant (singletons always are)."""
+    G = t.G
+    while True:
+        sig: dict[tuple, int] = {}
+        new = np.zeros(G, dtype=np.int64)
+        for g in range(G):
+            row = tuple(sorted({(int(label[h]), _link_pair(t, g, h)) for h in range(G) if h != g}))
+            new[g] = sig.setdefault((int(label[g]), row), len(sig))
+        stable = len(set(new.tolist())) == len(set(label.tolist()))
+        label = new
+        if stable:
+            break
+    blocks: dict[tuple[int, int], set[tuple[float, ...]]] = {}
+    for g in range(G):
+        for h in range(G):
+            if g != h:
+                blocks.setdefault((int(label[g]), int(label[h])), set()).add(_link_pair(t, g, h))
+    broken = {a for (a, b), vals in blocks.items() if len(vals) > 1} | {
+        b for (a, b), vals in blocks.items() if len(vals) > 1}
+    if not broken:
+        return label
+    out = label.copy()
+    nxt = int(label.max()) + 1
+    for g in range(G):
+        if int(label[g]) in broken:
+            out[g] = nxt
+            nxt += 1
+    return _refine_by_links(t, out)
