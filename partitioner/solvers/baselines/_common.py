@@ -9,7 +9,6 @@ makes it infeasible with the reason, never silently repaired (issue 4).
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Sequence
 
@@ -71,29 +70,16 @@ def memory_reasons(problem: Problem, devices: Sequence[int], m: Metrics) -> list
     return out
 
 
-def lower_bound(problem: Problem) -> float:
-    """A valid lower bound on the first objective component of any plan.
+def lower_bound(problem: Problem, *, fits: bool = True) -> float:
+    """A valid lower bound on the first objective component of this baseline's plan.
 
-    Uses `partitioner.solvers.bounds.lower_bound(problem)` when that module exists. Otherwise:
-    every layer l runs on some device, so tau_max >= tau* = max_l min_g c[g][l], and the
-    stages together run every layer, so sum tau >= sum_l min_g c[g][l]. Hence
-    balanced / throughput: tau_max <= period, sigma_max (Thm 3) -> bound tau*;
-    makespan: T_async (Thm 2) and T_block (Thm 3) are both >= (M-1) tau_max + sum tau
-    >= (M-1) tau* + sum_l min_g c[g][l].
+    `partitioner.solvers.bounds.lower_bound`, with memory limits only when the plan honours
+    them: a plan that breaks a memory limit can beat every plan that fits, so its bound is
+    the memory-free one.
     """
-    try:
-        bounds = importlib.import_module("partitioner.solvers.bounds")
-    except ModuleNotFoundError as exc:
-        if exc.name != "partitioner.solvers.bounds":
-            raise
-        bounds = None
-    if bounds is not None and hasattr(bounds, "lower_bound"):
-        return float(bounds.lower_bound(problem))
-    per_layer = np.min(problem.tables.cost, axis=0)
-    tau_star = float(per_layer.max())
-    if problem.objective == "makespan":
-        return (problem.M - 1) * tau_star + float(per_layer.sum())
-    return tau_star
+    from partitioner.solvers import bounds
+
+    return float(bounds.lower_bound(problem, memory=fits))
 
 
 def finish(
@@ -134,7 +120,7 @@ def finish(
         solver=solver,
         optimal=False,
         objective=objective_key(problem, metrics),
-        lower_bound=lower_bound(problem),
+        lower_bound=lower_bound(problem, fits=not broken),
         status=BASELINE_STATUS,
         feasible=feasible,
         reason="; ".join(reasons),
