@@ -40,12 +40,10 @@ def timed(problem: Problem, solver: str, **kw: object) -> tuple[Plan | None, flo
 
 
 def fluid_bound(problem: Problem) -> float:
-    try:
-        from partitioner.solvers import bounds
-    except ImportError:
-        return float("nan")
-    fn = getattr(bounds, "fluid_bound", None) or getattr(bounds, "fluid_lower_bound", None)
-    return float(fn(problem)) if fn else float("nan")
+    """The fluid LP lower bound on tau_max (algorithms.md §4): 1/bound bounds throughput."""
+    from partitioner.solvers import bounds
+
+    return float(bounds.fluid_bound(problem.tables))
 
 
 def row(L: int, G: int, T: int, order: str, objective: str, args: argparse.Namespace) -> str:
@@ -62,6 +60,12 @@ def row(L: int, G: int, T: int, order: str, objective: str, args: argparse.Names
         plan, _, err = timed(problem, name)
         base.append("infeas." if plan is None or not plan.feasible else f"{plan.throughput:8.1f}")
     dp_col = dp_err or f"{dp_s * 1e3:9.1f}ms"
+    if dp_err == "n/a":  # free order beyond the exact sigma/T lattice: time the exact tau* step alone
+        from partitioner.solvers import dp
+
+        start = time.perf_counter()
+        tau_star = dp.free_tau(problem)
+        dp_col = f"tau*{(time.perf_counter() - start) * 1e3:7.1f}ms" if tau_star is not None else "n/a"
     thr = f"{dp_plan.throughput:8.1f}" if dp_plan else "   —"
     T_M = f"{dp_plan.T * 1e3:8.2f}" if dp_plan else "   —"
     fb = fluid_bound(problem)
