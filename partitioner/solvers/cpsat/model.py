@@ -1,0 +1,260 @@
+"""The CP-SAT model of the planning problem, in labelled steps (style rule 10).
+
+Layer-based formulation (algorithms.md §5), indexed by device rather than by stage slot:
+
+    w[l][g]      layer l runs on device g            (exactly one g per layer)
+    start[l][g]  g's stage begins at l  = w[l][g] and not w[l-1][g]
+    end[l][g]    g's stage ends after l and another stage follows = w[l][g] and not w[l+1][g]
+    y[l][g][h]   the pipeline is cut after l, from g to h (h follows g)
+
+Each device holds at most one contiguous interval (sum_l start[l][g] <= 1), so its stage
+time is linear: tau_g = sum_l c[g][l] w[l][g], d_g = sum_{l,h} d(g,h,l) y[l][g][h] and
+sigma_g = tau_g + d_g (d_g = 0 for the last stage; Thm 3). The objectives are
+tau_max >= tau_g, sigma_max >= sigma_g and T(M) = (M-1) P + sum tau + sum d with P = tau_max
+(Thm 2, async) or sigma_max (Thm 3, blocking). Memory is exact: every stage [i, j) whose
+`problem.stage_memory` does not fit C_g is forbidden by a clause (this keeps the tied-embedding
+rule of the one-stage plan), plus a rounded-down linear relaxation for the LP.
+Order "fixed": y only from g to h > g. Free order: interchangeable devices (same costs,
+capacity and links) are used as a prefix of their class, in pipeline order (symmetry break).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from partitioner.problem import RTOL, Problem, stage_memory
+from partitioner.solvers.cpsat.ticks import Ticks
+
+__all__ = ["Vars", "build", "phases", "assignment", "canonical", "device_classes"]
+
+Lit = cp_model.IntVar
+Expr = cp_model.LinearExprT
+
+
+@dataclass
+class Vars:
+    """Decision variables and the objective expressions (ticks) of one model."""
+
+    w: list[list[Lit]]
+    start: list[list[Lit]]
+    end: list[list[Lit]]
+    y: dict[tuple[int, int, int], Lit]
+    tau_max: Lit
+    sigma_max: Lit
+    goals: dict[str, Lit] = field(default_factory=dict)
+
+
+def build(problem: Problem, ticks: Ticks) -> tuple[cp_model.CpModel, Vars]:
+    """The full model: variables, constraints and the objective expressions."""
+    model = cp_model.CpModel()
+    v = _variables(model, problem, ticks)
+    _constraints(model, problem, ticks, v)
+    v.goals = _objective(model, problem, ticks, v)
+    return model, v
+
+
+def phases(problem: Problem) -> tuple[str, ...]:
+    """The lexicographic components, in order, as names of `Vars.goals` (objective_key)."""
+    period = "tau" if problem.regime == "async" else "sigma"
+    return {"balanced": ("tau", "sigma", "T"), "throughput": (period, "T"), "makespan": ("T",)}[
+        problem.objective
+    ]
+
+
+# [START variables]
+def _variables(model: cp_model.CpModel, problem: Problem, ticks: Ticks) -> Vars:
+    G, L = problem.G, problem.L
+    w = [[model.NewBoolVar(f"w[{l}][{g}]") for g in range(G)] for l in range(L)]
+    start = [w[0]] + [[model.NewBoolVar(f"start[{l}][{g}]") for g in range(G)] for l in range(1, L)]
+    end = [[model.NewBoolVar(f"end[{l}][{g}]") for g in range(G)] for l in range(L - 1)]
+    y = {
+        (l, g, h): model.NewBoolVar(f"y[{l}][{g}][{h}]")
+        for l in range(L - 1)
+        for g in range(G)
+        for h in range(G)
+        if h != g and (problem.order == "free" or h > g)
+    }
+    top = int(ticks.c.sum(axis=1).max()) + (int(ticks.d.max()) if ticks.d.size else 0)
+    return Vars(w, start, end, y, model.NewIntVar(0, top, "tau_max"), model.NewIntVar(0, top, "sigma_max"))
+
+
+# [START constraints]
+def _constraints(model: cp_model.CpModel, problem: Problem, ticks: Ticks, v: Vars) -> None:
+    _intervals(model, problem, v)
+    _links(model, problem, v)
+    _memory(model, problem, v)
+    if problem.order == "free":
+        _symmetry(model, problem, v)
+    for g in range(problem.G):
+        model.Add(_tau(ticks, v, g) <= v.tau_max)
+        model.Add(_tau(ticks, v, g) + _delay(ticks, v, g) <= v.sigma_max)
+
+
+def _intervals(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
+    """One device per layer; start/end are exact; each device holds one contiguous interval."""
+    G, L = problem.G, problem.L
+    for l in range(L):
+        model.AddExactlyOne(v.w[l])
+    for g in range(G):
+        for l in range(1, L):
+            s, now, before = v.start[l][g], v.w[l][g], v.w[l - 1][g]
+            model.AddBoolOr([s, now.Not(), before])
+            model.AddImplication(s, now)
+            model.AddImplication(s, before.Not())
+        for l in range(L - 1):
+            e, now, after = v.end[l][g], v.w[l][g], v.w[l + 1][g]
+            model.AddBoolOr([e, now.Not(), after])
+            model.AddImplication(e, now)
+            model.AddImplication(e, after.Not())
+        model.AddAtMostOne(v.start[l][g] for l in range(L))
+    if problem.order == "fixed":  # redundant: the device index never decreases along the layers
+        for l in range(L - 1):
+            model.Add(sum(g * v.w[l][g] for g in range(G)) <= sum(g * v.w[l + 1][g] for g in range(G)))
+
+
+def _links(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
+    """y[l][g][h] = end[l][g] and start[l+1][h], as two flow equalities (one cut, one pair)."""
+    G = problem.G
+    for l in range(problem.L - 1):
+        for g in range(G):
+            model.Add(sum(v.y[l, g, h] for h in range(G) if (l, g, h) in v.y) == v.end[l][g])
+            model.Add(sum(v.y[l, h, g] for h in range(G) if (l, h, g) in v.y) == v.start[l + 1][g])
+
+
+def _memory(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
+    """Forbid every stage [i, j) that breaks C_g (Metrics.fits semantics), plus an LP relaxation."""
+    t, L = problem.tables, problem.L
+    mem = {(i, j): stage_memory(t, i, j) for i in range(L) for j in range(i + 1, L + 1)}
+    for g in range(problem.G):
+        cap = float(t.capacity_gb[g]) * (1 + RTOL) + 1e-12
+        for i in range(L):
+            fits = {j: mem[i, j] <= cap for j in range(i + 1, L + 1)}
+            _forbid_ends(model, v, g, i, fits)
+        _memory_relaxation(model, problem, v, g, cap)
+
+
+def _forbid_ends(model: cp_model.CpModel, v: Vars, g: int, i: int, fits: dict[int, bool]) -> None:
+    """Clauses so that a stage of g starting at i can only end at a j with fits[j]."""
+    L = max(fits)
+    j0 = L + 1
+    while j0 - 1 > i and not fits[j0 - 1]:
+        j0 -= 1  # every end in [j0, L] is infeasible
+    if j0 == i + 1:
+        model.Add(v.start[i][g] == 0)
+        return
+    if j0 <= L:
+        model.AddImplication(v.start[i][g], v.w[j0 - 1][g].Not())
+    for j in range(i + 1, min(j0, L)):
+        if not fits[j]:  # may not stop at j, but a longer stage fits (tied embeddings)
+            model.AddBoolOr([v.start[i][g].Not(), v.w[j - 1][g].Not(), v.w[j][g]])
+
+
+def _memory_relaxation(model: cp_model.CpModel, problem: Problem, v: Vars, g: int, cap: float) -> None:
+    """sum floor(m K) w[.][g] <= ceil((C + tied) K) + L: never cuts a feasible plan."""
+    m = np.asarray(problem.tables.memory_gb, dtype=float)
+    if not (np.all(np.isfinite(m)) and np.all(m >= 0) and np.isfinite(cap)) or m.sum() <= cap:
+        return
+    K = 2.0 ** np.floor(np.log2(2.0**40 / max(float(m.sum()), abs(cap), 1e-300)))
+    rhs = int(np.ceil((cap + problem.tables.tied_gb) * K)) + problem.L
+    model.Add(sum(int(np.floor(m[l] * K)) * v.w[l][g] for l in range(problem.L)) <= rhs)
+
+
+def device_classes(problem: Problem) -> list[list[int]]:
+    """Classes of interchangeable devices: swapping any two leaves every metric unchanged."""
+    t = problem.tables
+    lat = np.array(t.latency_s, dtype=float)
+    bw = np.array(t.bandwidth_Bps, dtype=float)
+    np.fill_diagonal(lat, 0.0)
+    np.fill_diagonal(bw, 0.0)
+
+    def swappable(g: int, h: int) -> bool:
+        p = np.arange(problem.G)
+        p[[g, h]] = [h, g]
+        return (
+            bool(np.array_equal(t.cost[g], t.cost[h]))
+            and float(t.capacity_gb[g]) == float(t.capacity_gb[h])
+            and bool(np.array_equal(lat[np.ix_(p, p)], lat) and np.array_equal(bw[np.ix_(p, p)], bw))
+        )
+
+    classes: list[list[int]] = []
+    for g in range(problem.G):
+        home = next((c for c in classes if all(swappable(g, h) for h in c)), None)
+        if home is None:
+            classes.append([g])
+        else:
+            home.append(g)
+    return classes
+
+
+def _symmetry(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
+    """Within a class, used devices are its lowest indices, appearing in pipeline order."""
+    L = problem.L
+    for cls in device_classes(problem):
+        for g, h in zip(cls, cls[1:]):
+            used_g = sum(v.start[l][g] for l in range(L))
+            used_h = sum(v.start[l][h] for l in range(L))
+            model.Add(used_g >= used_h)
+            for l in range(1, L):  # h starting at l forces g to start earlier
+                model.AddBoolOr([v.start[l][h].Not()] + [v.start[k][g] for k in range(l)])
+            model.Add(v.start[0][h] == 0)
+
+
+# [START objective]
+def _tau(ticks: Ticks, v: Vars, g: int) -> Expr:
+    return sum(int(ticks.c[g, l]) * v.w[l][g] for l in range(len(v.w)))
+
+
+def _delay(ticks: Ticks, v: Vars, g: int) -> Expr:
+    return sum(int(ticks.d[a, b, l]) * y for (l, a, b), y in v.y.items() if a == g)
+
+
+def _objective(model: cp_model.CpModel, problem: Problem, ticks: Ticks, v: Vars) -> dict[str, Lit]:
+    """tau_max, sigma_max and T(M) = (M-1) P + sum tau + sum d (Thm 2 / Thm 3), in ticks.
+
+    T gets its own variable: CP-SAT 9.15's presolve wrongly reported INFEASIBLE when a
+    cut-off `expr <= ub` was posted on the very expression being minimised.
+    """
+    period = v.tau_max if problem.regime == "async" else v.sigma_max
+    work = sum(int(ticks.c[g, l]) * v.w[l][g] for l in range(problem.L) for g in range(problem.G))
+    links = sum(int(ticks.d[g, h, l]) * y for (l, g, h), y in v.y.items())
+    worst_d = int(ticks.d.max()) if ticks.d.size else 0
+    top = (problem.M - 1) * (int(ticks.c.sum(axis=1).max()) + worst_d) + int(ticks.c.max(axis=0).sum())
+    top += (min(problem.G, problem.L) - 1) * worst_d
+    T = model.NewIntVar(0, top, "T")
+    model.Add(T == (problem.M - 1) * period + work + links)
+    return {"tau": v.tau_max, "sigma": v.sigma_max, "T": T}
+
+
+# [START hints]
+def canonical(problem: Problem, devices: tuple[int, ...]) -> tuple[int, ...]:
+    """Relabel interchangeable devices so the plan satisfies the symmetry break (free order)."""
+    if problem.order == "fixed":
+        return devices
+    out = list(devices)
+    for cls in device_classes(problem):
+        slots = [s for s, g in enumerate(devices) if g in cls]
+        for s, g in zip(slots, sorted(cls)):
+            out[s] = g
+    return tuple(out)
+
+
+def assignment(v: Vars, devices: tuple[int, ...], cuts: tuple[int, ...]) -> list[tuple[Lit, int]]:
+    """Values of the boolean variables that encode the plan (for AddHint)."""
+    L, G = len(v.w), len(v.w[0])
+    on = np.zeros((L, G), dtype=int)
+    for s, g in enumerate(devices):
+        on[cuts[s]:cuts[s + 1], g] = 1
+    pairs: list[tuple[Lit, int]] = []
+    for l in range(L):
+        for g in range(G):
+            pairs.append((v.w[l][g], int(on[l, g])))
+            if l > 0:
+                pairs.append((v.start[l][g], int(on[l, g] and not on[l - 1, g])))
+            if l < L - 1:
+                pairs.append((v.end[l][g], int(on[l, g] and not on[l + 1, g])))
+    nxt = {cuts[s + 1] - 1: (devices[s], devices[s + 1]) for s in range(len(devices) - 1)}
+    pairs += [(y, int(nxt.get(l) == (g, h))) for (l, g, h), y in v.y.items()]
+    return pairs
