@@ -162,12 +162,16 @@ class Plan:
     @property
     def T_async(self) -> float:
         """Thm 2: (M-1) tau_max + sum tau + sum d."""
-        return (self.M - 1) * self.tau_max + float(self.tau.sum() + self.d.sum())
+        from partitioner.analysis import makespan_async
+
+        return makespan_async(self.tau, self.d, self.M)
 
     @property
     def T_block(self) -> float:
         """Thm 3: (M-1) sigma_max + sum sigma."""
-        return (self.M - 1) * self.sigma_max + float(self.sigma.sum())
+        from partitioner.analysis import makespan_blocking
+
+        return makespan_blocking(self.tau, self.d, self.M)
 
     @property
     def T(self) -> float:
@@ -177,7 +181,9 @@ class Plan:
     @property
     def T_gpipe(self) -> float:
         """Cor 1: the homogeneous GPipe estimate (S + M - 1) tau_max."""
-        return (self.S + self.M - 1) * self.tau_max
+        from partitioner.analysis import makespan_gpipe
+
+        return makespan_gpipe(self.tau, self.M)
 
     @property
     def period(self) -> float:
@@ -192,7 +198,9 @@ class Plan:
     @property
     def first_latency(self) -> float:
         """Latency of the first micro-batch, sum tau + sum d (order-invariant; theory.md Errors 2)."""
-        return float(self.tau.sum() + self.d.sum())
+        from partitioner.analysis import first_latency
+
+        return first_latency(self.tau, self.d)
 
     def violating_links(self) -> list[dict[str, Any]]:
         """Cor 4: links with d_s > tau_max - tau_s, with the slack and the latency that would fix each."""
