@@ -9,8 +9,8 @@ minimises the components of `problem.objective_key` lexicographically, one phase
 
 Each phase after the first fixes the previous optimum as `goal <= value + slack` (slack =
 the rounding error of the ticks, far below the 1e-9 tie tolerance) and is hinted with the
-previous plan. The first phase is hinted, and cut off, with the DP plan when
-`partitioner.solvers.dp` applies (or with the caller's `hint`). The returned objective is
+previous plan. The first phase is hinted, and cut off, with the DP's plan (its optimum where
+it applies, else its exact optimum in the listed device order) or with the caller's `hint`. The returned objective is
 recomputed exactly from the plan by `problem.evaluate`, never read from the scaled model.
 """
 
@@ -100,13 +100,11 @@ def _seed_plan(problem: Problem, hint: Hint) -> Plan | None:
 
 
 def _dp_plan(problem: Problem) -> Plan | None:
-    """The DP's plan when `partitioner.solvers.dp` exists and applies, else None."""
+    """The DP's plan: its optimum where it applies, else its exact fixed-order optimum (`dp.hint`)."""
     try:
         from partitioner.solvers import dp  # type: ignore[attr-defined]
 
-        if not dp.applies(problem):
-            return None
-        found = dp.solve(problem)
+        found = dp.hint(problem)
     except (ImportError, AttributeError, PartitionerError):
         return None
     if not getattr(found, "feasible", True):
