@@ -34,14 +34,6 @@ def tables_for(model: Any, cluster: Any) -> CostTables:
     return build_tables(model, cluster)
 
 
-def _cluster_order(cluster: Any) -> str:
-    if isinstance(cluster, (str, Path)):
-        from partitioner.models import load_cluster
-
-        cluster = load_cluster(cluster)
-    return str(getattr(cluster, "order", "free"))
-
-
 def build_problem(
     model: Any,
     cluster: Any,
@@ -63,7 +55,7 @@ def build_problem(
         M=M,
         regime=regime,  # type: ignore[arg-type]
         objective=objective,  # type: ignore[arg-type]
-        order=(order or _cluster_order(cluster)),  # type: ignore[arg-type]
+        order=(order or str(getattr(cluster, "order", "free"))),  # type: ignore[arg-type]
         time_limit_s=time_limit_s,
     )
 

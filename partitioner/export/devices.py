@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 
 from partitioner.errors import InputError
-from partitioner.export.view import PlanView, decoder_ranges
+from partitioner.export.view import PlanView, decoder_ranges, node_runs
 
-__all__ = ["cuda_ordinals", "rank_comments", "single_node", "interleaved_nodes"]
+__all__ = ["cuda_ordinals", "rank_comments", "single_node", "interleaved_nodes", "visible_devices"]
 
 _TRAILING = re.compile(r"(\d+)$")
 
@@ -81,3 +81,14 @@ def interleaved_nodes(view: PlanView) -> list[str]:
             bad.append(st.node)
         seen.append(st.node)
     return bad
+
+
+def visible_devices(view: PlanView, ords: Mapping[str, int], prefix: str = "") -> list[str]:
+    """`CUDA_VISIBLE_DEVICES=...` for a one-host plan, else one commented line per run of ranks on a node."""
+    if single_node(view):
+        return [prefix + "export CUDA_VISIBLE_DEVICES=" + ",".join(str(ords[st.device]) for st in view.stages)]
+    lines = []
+    for node, idx in node_runs(view):
+        devs = ",".join(str(ords[view.stages[s].device]) for s in idx)
+        lines.append(f"# on node {node!r} (ranks {idx[0]}-{idx[-1]}): CUDA_VISIBLE_DEVICES={devs}")
+    return lines

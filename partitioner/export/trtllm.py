@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from partitioner.export.base import Export, ends_cannot_express, plan_warnings
-from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments, single_node
+from partitioner.export.devices import (
+    cuda_ordinals,
+    interleaved_nodes,
+    rank_comments,
+    single_node,
+    visible_devices,
+)
 from partitioner.export.view import PlanView, node_runs
 
 __all__ = ["validate_pp_partition", "render"]
@@ -37,12 +43,8 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
     cannot = ends_cannot_express(view, "TensorRT-LLM")
     parts = validate_pp_partition(view.decoder_counts, view.S, view.num_decoder_layers)
     lines = ["# TensorRT-LLM LLM API: LLM(model, pipeline_parallel_size=S, pp_partition=[...])", *rank_comments(view)]
-    if single_node(view):
-        lines.append("# export CUDA_VISIBLE_DEVICES=" + ",".join(str(ords[st.device]) for st in view.stages))
-    else:
-        for node, idx in node_runs(view):
-            devs = ",".join(str(ords[view.stages[s].device]) for s in idx)
-            lines.append(f"# on node {node!r} (ranks {idx[0]}-{idx[-1]}): CUDA_VISIBLE_DEVICES={devs}")
+    lines += visible_devices(view, ords, prefix="# ")
+    if not single_node(view):
         per_node = [len(idx) for _, idx in node_runs(view)]
         if len(set(per_node)) > 1 or interleaved_nodes(view):
             cannot.append(

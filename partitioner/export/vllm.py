@@ -18,8 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from partitioner.export.base import Export, ends_cannot_express, plan_warnings
-from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments, single_node
-from partitioner.export.view import PlanView, node_runs
+from partitioner.export.devices import (
+    cuda_ordinals,
+    interleaved_nodes,
+    rank_comments,
+    single_node,
+    visible_devices,
+)
+from partitioner.export.view import PlanView
 
 __all__ = ["validate_partition", "render_vllm", "render_sglang"]
 
@@ -44,12 +50,8 @@ def _render(view: PlanView, target: str, engine: str, env: str, size_flag: str, 
     partition = ",".join(str(c) for c in view.decoder_counts)
     validate_partition(partition, view.S, view.num_decoder_layers)
     lines = [f"# {engine}: pipeline rank k runs stage k ({view.S} ranks, tensor parallel 1)", *rank_comments(view)]
-    if single_node(view):
-        lines.append("export CUDA_VISIBLE_DEVICES=" + ",".join(str(ords[st.device]) for st in view.stages))
-    else:
-        for node, idx in node_runs(view):
-            devs = ",".join(str(ords[view.stages[s].device]) for s in idx)
-            lines.append(f"# on node {node!r} (ranks {idx[0]}-{idx[-1]}): CUDA_VISIBLE_DEVICES={devs}")
+    lines += visible_devices(view, ords)
+    if not single_node(view):
         warnings.append(
             f"the plan spans {len(view.nodes)} nodes: {engine} assigns consecutive ranks node by node; "
             f"start rank 0 on node {view.stages[0].node!r} and check the rank -> GPU mapping in its log"
