@@ -1,0 +1,41 @@
+"""`partition calibrate ...`: turn measurements into planning numbers (issue 6).
+
+A lazy sub-group like the top-level one: each subcommand lives in `partitioner.cli.calibrate_<name>`
+and is imported only when it runs, so `partition calibrate --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+__all__ = ["calibrate", "SUBCOMMANDS"]
+
+SUBCOMMANDS: dict[str, str] = {
+    "gateway": "Stage times, GPipe bias and queueing from gateway service-time statistics.",
+    "overlap": "Slope and overlap ratio rho from measured makespans at several M.",
+    "profile": "Fit cost-model efficiencies to per-layer timings, or write a layers: profile.",
+    "measure": "Time each layer of a PyTorch model on this machine and write a timings CSV.",
+}
+
+
+class _LazySubgroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in SUBCOMMANDS:
+            return None
+        module = importlib.import_module(f"partitioner.cli.calibrate_{cmd_name}")
+        command: click.Command = getattr(module, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl(list(SUBCOMMANDS.items()))
+
+
+@click.group("calibrate", cls=_LazySubgroup)
+def calibrate() -> None:
+    """Turn measurements into the numbers the planner uses (theory.md §7.2, §9)."""
