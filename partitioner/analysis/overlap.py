@@ -8,6 +8,8 @@
     slope(rho)   = tau_max + (1-rho)(sigma_max - tau_max)              (Cor 5, §9)
     T_real(rho)  = T_block - rho (T_block - T_async)                   (§9)
     rho          = (sigma_max - k)/(sigma_max - tau_max), k the fitted slope of T(M)  (§9)
+    slope_p(p)   = max(tau_max, max_s tau_s + (1-p) d_s)   p of EACH transfer overlaps (Errors 3)
+    p(k)         = max_{s: d_s > 0} 1 - (k - tau_s)/d_s, in [0, 1]; exact iff k > tau_max (Errors 3)
 
 Note (Errors 3): if a fraction rho of *each* transfer overlaps compute, the true slope is
 max(tau_max, max_s tau_s + (1-rho) d_s), not the linear slope(rho) above; this module implements
@@ -36,6 +38,8 @@ __all__ = [
     "makespan_real",
     "rho_from_makespan",
     "rho_from_measurements",
+    "per_transfer_slope",
+    "per_transfer_overlap",
 ]
 
 _REL_TOL = 1e-12  # sigma_max == tau_max within this relative tolerance: rho is undefined
@@ -149,3 +153,36 @@ def rho_from_measurements(
     dM = Mv - Mv.mean()
     k = float(dM @ (Tv - Tv.mean()) / (dM @ dM))
     return (s_max - k) / spread
+
+
+def per_transfer_slope(tau: ArrayLike, d: ArrayLike | None = None, p: float = 1.0) -> float:
+    """Slope when a fraction p of EACH transfer overlaps compute (Cor 5's meaning; Errors 3).
+
+    Stage s is then busy tau_s + (1-p) d_s per micro-batch, so the slope is
+    max(tau_max, max_s tau_s + (1-p) d_s): convex in p and <= `effective_slope` (linear, §9).
+    """
+    t = as_tau(tau)
+    busy = t[:-1] + (1.0 - as_rho(p)) * as_d(d, t.size)
+    return float(max(t.max(), busy.max(initial=0.0)))
+
+
+def per_transfer_overlap(k: float, tau: ArrayLike, d: ArrayLike | None, rtol: float = 1e-9) -> tuple[float, bool]:
+    """Per-transfer overlap p explaining the slope k: the inverse of `per_transfer_slope` (Errors 3).
+
+    If k > tau_max, k = tau_s + (1-p) d_s on the limiting link and >= it on the others, so
+    p = max_{s: d_s > 0} 1 - (k - tau_s)/d_s, clipped to [0, 1]: returns (p, True). If k <= tau_max
+    (1 + rtol) no link limits the slope and any p >= p_min = max_s 1 - slack_s/d_s gives it:
+    returns (p_min, False), a lower bound. InputError when no link has d_s > 0 (nothing overlaps).
+    """
+    t = as_tau(tau)
+    dd = as_d(d, t.size)
+    if isinstance(k, bool) or not isinstance(k, Real) or not np.isfinite(float(k)):
+        raise InputError(f"the slope k must be a finite number of seconds (got {k!r})")
+    live = dd > 0
+    if not live.any():
+        raise InputError(f"the overlap fraction needs a link with d_s > 0 (got d = {dd.tolist()!r})")
+    identified = k > float(t.max()) * (1.0 + rtol)
+    at = k if identified else float(t.max())
+    with np.errstate(over="ignore"):  # a tiny d_s gives -inf: that link cannot limit the slope
+        p = float(np.max(1.0 - (at - t[:-1][live]) / dd[live]))
+    return min(1.0, max(0.0, p)), identified
