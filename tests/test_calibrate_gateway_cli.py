@@ -173,6 +173,15 @@ def test_rerun_replaces_own_file_but_not_a_user_file(run, tmp_path):
     assert Path(mine).read_text() == "name: mine\n"
 
 
+def test_a_refused_second_file_leaves_the_first_unwritten(run, tmp_path):
+    mine = write(tmp_path, "name: mine\n", "mine.yaml")
+    cluster = tmp_path / "fresh-cluster.yaml"
+    res = run(PAPER, "--model", "legalone:8b", "--nodes", "node-02", "--gpu", GPUS, "--template", "llama-3.1-8b",
+              "--write-cluster", str(cluster), "--write-profile", mine)
+    one_line_error(res, r"mine\.yaml: exists and was not written by partitioner; choose another path$")
+    assert not cluster.exists() and Path(mine).read_text() == "name: mine\n"
+
+
 # -- one-line errors (exit 2) ------------------------------------------------------------------------
 
 LEGAL = ("--model", "legalone:8b", "--nodes", "node-02")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from partitioner.errors import InputError
 
-__all__ = ["fmt_time", "fmt_rate", "safe_write"]
+__all__ = ["fmt_time", "fmt_rate", "check_writable", "safe_write"]
 
 
 def fmt_time(seconds: float) -> str:
@@ -34,11 +34,11 @@ def fmt_rate(per_second: float) -> str:
     return f"{per_second:.4g}/s"
 
 
-def safe_write(path: str | Path, text: str, *, inputs: Iterable[str | Path] = (), marker: str = "") -> Path:
-    """Write `text` to `path` unless that would destroy something the user wrote.
+def check_writable(path: str | Path, *, inputs: Iterable[str | Path] = (), marker: str = "") -> Path:
+    """Raise InputError if writing `path` would destroy something the user wrote (see `safe_write`).
 
-    Refuses when `path` is one of `inputs`, or when it exists and does not contain `marker`
-    (the signature of a file this tool wrote before, e.g. the plan format tag).
+    Commands that write several files call this for every path first, so a refusal leaves
+    nothing half-written.
     """
     out = Path(path)
     resolved = out.resolve()
@@ -54,5 +54,15 @@ def safe_write(path: str | Path, text: str, *, inputs: Iterable[str | Path] = ()
             raise InputError(f"{out}: cannot read existing file ({exc.strerror})") from exc
         if not marker or marker not in existing:
             raise InputError(f"{out}: exists and was not written by partitioner; choose another path")
+    return out
+
+
+def safe_write(path: str | Path, text: str, *, inputs: Iterable[str | Path] = (), marker: str = "") -> Path:
+    """Write `text` to `path` unless that would destroy something the user wrote.
+
+    Refuses when `path` is one of `inputs`, or when it exists and does not contain `marker`
+    (the signature of a file this tool wrote before, e.g. the plan format tag).
+    """
+    out = check_writable(path, inputs=inputs, marker=marker)
     out.write_text(text, encoding="utf-8")
     return out

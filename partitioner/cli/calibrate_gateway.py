@@ -129,7 +129,7 @@ def _write(args: dict[str, Any], src: GatewayFile, cal: GatewayCalibration, gpu_
 
     from partitioner.calibrate import CALIBRATE_MARKER
     from partitioner.calibrate.gateway_write import cluster_yaml, profile_yaml
-    from partitioner.cli._output import safe_write
+    from partitioner.cli._output import check_writable, safe_write
     from partitioner.models import ClusterSpec, ModelSpec
     from partitioner.models.loader import Source, validate
 
@@ -148,6 +148,8 @@ def _write(args: dict[str, Any], src: GatewayFile, cal: GatewayCalibration, gpu_
     for path, text, schema in texts:
         validate(schema, yaml.safe_load(text), Source(path))
     inputs = [src.file] + ([tpl] if tpl else [])
+    for path, _, _ in texts:  # vet every path first: a refusal leaves nothing half-written
+        check_writable(path, inputs=inputs, marker=CALIBRATE_MARKER)
     return [str(safe_write(path, text, inputs=inputs, marker=CALIBRATE_MARKER)) for path, text, _ in texts]
 
 
