@@ -106,3 +106,14 @@ def test_with_phase_keeps_resolved_hf_config():
         with_phase(m, "train")
     with pytest.raises(ConfigError, match=r"measured profile"):
         with_phase(load_model(EXAMPLES / "models" / "llama2-70b-helix-profile.yaml"), "prefill")
+
+
+def test_an_inline_spec_with_base_keeps_the_catalogue_id_as_its_gpu_id(tmp_path):
+    from partitioner.models import load_cluster
+
+    path = tmp_path / "c.yaml"
+    path.write_text("devices:\n  - {name: a, gpu: {base: t4, memory_gb: 15}}\n"
+                    "  - {name: b, gpu: {name: My card, memory_gb: 8, bandwidth_gb_s: 300, fp32_tflops: 10}}\n")
+    a, b = load_cluster(path).devices
+    assert (a.gpu_id, a.spec.name, a.total_gb) == ("t4", "Tesla T4", 15.0)
+    assert b.gpu_id == "My card" and b.spec.base is None

@@ -21,6 +21,7 @@ class GpuSpec(Frozen):
     """One GPU type: a catalogue entry or an inline mapping (`base:` inherits a catalogue id)."""
 
     name: str = "custom"  # display name
+    base: str | None = None  # the catalogue id this spec inherits from (`base:`), its GPU id
     family: Family = "datacenter"  # selects default efficiencies in gpus.yaml `families`
     memory_gb: Positive
     bandwidth_gb_s: Positive
@@ -42,6 +43,7 @@ class GpuSpec(Frozen):
             except ValueError as exc:
                 raise LocatedValueError(("base",), str(exc)) from None
             merged.update(data)
+            merged["base"] = base
             return merged
         return data
 
@@ -130,7 +132,10 @@ class Device(Frozen):
 
     @property
     def gpu_id(self) -> str:
-        return self.gpu if isinstance(self.gpu, str) else self.gpu.name
+        """The catalogue id, also for an inline `{base: id, ...}` spec; else the inline spec's name."""
+        if isinstance(self.gpu, str):
+            return self.gpu
+        return self.gpu.base or self.gpu.name
 
     @property
     def spec(self) -> GpuSpec:
