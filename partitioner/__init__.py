@@ -11,8 +11,7 @@ Public API (imported lazily, so `import partitioner` is cheap):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from partitioner._lazy import lazy_exports
 
 from partitioner.errors import (
     ConfigError,
@@ -58,11 +57,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'partitioner' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -17,8 +17,7 @@ lazily so that `import partitioner.calibrate` stays cheap; the torch helpers sta
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from partitioner._lazy import lazy_exports
 
 __all__ = [
     "CALIBRATE_MARKER",
@@ -60,11 +59,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'partitioner.calibrate' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

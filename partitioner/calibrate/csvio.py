@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from partitioner.errors import ConfigError
+from partitioner.userfiles import read_user_text
 
 __all__ = ["Row", "Table", "read_csv", "parse_csv", "number", "integer", "text", "to_csv"]
 
@@ -46,14 +47,8 @@ class Table:
 
 def read_csv(path: str | Path, required: Sequence[str], *, what: str = "CSV") -> Table:
     """Read `path`; ConfigError if unreadable, empty, ragged, or missing a `required` column."""
-    name = str(path)
-    try:
-        content = Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=name) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read ({getattr(exc, 'strerror', None) or exc})", file=name) from None
-    return parse_csv(content, name, required, what=what)
+    content = read_user_text(path, encoding="utf-8-sig")
+    return parse_csv(content, str(path), required, what=what)
 
 
 def _lines(content: str) -> list[tuple[int, list[str]]]:

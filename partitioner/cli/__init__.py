@@ -2,8 +2,9 @@
 
 Each command lives in its own module and is imported only when it runs, so that
 `partition --help` stays instant (no numpy, ortools or matplotlib at start-up).
-Errors: every `PartitionerError` becomes one line on stderr and its exit code
-(2 bad input, 3 infeasible, 4 solver failure); `--debug` (anywhere on the line) shows
+Errors: every `PartitionerError` and every click usage error (unknown option, bad value)
+becomes one line on stderr and its exit code (2 bad input, 3 infeasible, 4 solver failure);
+`--debug` (anywhere on the line) shows
 the traceback instead.
 """
 
@@ -64,6 +65,13 @@ class LazyGroup(click.Group):
             if debug:
                 raise
             click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except click.UsageError as exc:  # a bad option or argument: one line too, not click's usage block
+            if debug:
+                raise
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            message = " ".join(exc.format_message().split())
+            click.echo(f"error: {where}: {message} (see '{where} --help')", err=True)
             ctx.exit(exc.exit_code)
         except OSError as exc:  # unreadable input or unwritable output
             if debug:

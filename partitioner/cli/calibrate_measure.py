@@ -132,10 +132,10 @@ def _first_line(exc: BaseException) -> str:
 
 def _read_config(path: Path) -> dict[str, Any]:
     """A config.json object with a string `model_type` (ConfigError located in the file)."""
+    from partitioner.userfiles import read_user_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=str(path)) from None
+        data = json.loads(read_user_text(path))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
     if not isinstance(data, dict):

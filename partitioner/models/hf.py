@@ -8,6 +8,7 @@ from typing import Any
 
 from partitioner.errors import ConfigError
 from partitioner.models.llm import Architecture
+from partitioner.userfiles import read_user_text
 
 __all__ = ["load_hf_config", "architecture_from_hf"]
 
@@ -60,14 +61,8 @@ def architecture_from_hf(data: Any, file: str) -> Architecture:
 
 def load_hf_config(path: str | Path, shown: str | None = None) -> Architecture:
     """Parse the config.json at `path` (ConfigError naming it when missing or malformed)."""
-    p = Path(path)
     name = shown or str(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=name) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read ({exc.strerror})", file=name) from None
+    text = read_user_text(path, name)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from partitioner.errors import ConfigError
 from partitioner.models import catalog
 from partitioner.models.fields import LocatedValueError
+from partitioner.userfiles import read_user_text
 
 __all__ = ["Source", "read_yaml", "validate", "format_loc", "Loc"]
 
@@ -70,12 +71,7 @@ def _walk(node: yaml.Node, path: Loc, marks: dict[Loc, int], file: str) -> None:
 def read_yaml(path: str | Path) -> tuple[dict[str, Any], Source]:
     """Parse a YAML mapping safely; ConfigError (with line) if missing, malformed or not a mapping."""
     name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=name) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read ({getattr(exc, 'strerror', None) or exc})", file=name) from None
+    text = read_user_text(path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.load(text, Loader=yaml.SafeLoader)
