@@ -108,8 +108,8 @@ def _one_line_error(res: Result, *parts: str) -> None:
 @pytest.mark.parametrize(
     ("args", "parts"),
     [
-        (["--measure", "4:20"], ["need at least two measurements", "(got 1: M=4)"]),
-        (["--measure", "4:20", "--measure", "4:21"], ["two distinct M", "(got 2, all at M=4)"]),
+        (["--measure", "4:20"], ["error: --measure: need at least two measurements", "(got 1: M=4)"]),
+        (["--measure", "4:20", "--measure", "4:21"], ["error: --measure: ", "two distinct M", "(got 2, all at M=4)"]),
         ([], ["no measurements", "--measure", "--measurements"]),
         (["--measure", "4:x,5:25"], ["--measure T", "'x'"]),
         (["--measure", "four:20,5:25"], ["--measure M", "'four'"]),
@@ -153,7 +153,7 @@ def test_tau_d_errors(tau: str, d: str, parts: list[str]) -> None:
         ("M,makespan_s\n2,16,7\n", [":2: expected 2 cells"]),
         ("M,makespan_s\n", ["no data rows in the measurements CSV"]),
         ("", ["empty measurements CSV"]),
-        ("M,makespan_s\n4,20\n", ["need at least two measurements", "(got 1: M=4)"]),
+        ("M,makespan_s\n4,20\n", ["error: --measurements ", "need at least two measurements", "(got 1: M=4)"]),
     ],
 )
 def test_csv_errors(csv_file, text: str, parts: list[str]) -> None:

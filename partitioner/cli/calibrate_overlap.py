@@ -129,6 +129,16 @@ def _render(fit: OverlapFit) -> None:
     console.print(f"advice: {fit.advice}", markup=False, highlight=False)
 
 
+def _check_count(pairs: list[tuple[int, float]], measures: tuple[str, ...], csv_path: str | None) -> None:
+    """Two or more measurements at two or more distinct M, else an error naming where they came from."""
+    where = " and ".join(([("--measure")] if measures else []) + ([f"--measurements {csv_path}"] if csv_path else []))
+    Ms = [m for m, _ in pairs]
+    if len(Ms) < 2:
+        raise InputError(f"{where}: need at least two measurements at two distinct M (got 1: M={Ms[0]})")
+    if len(set(Ms)) < 2:
+        raise InputError(f"{where}: need measurements at two distinct M (got {len(Ms)}, all at M={Ms[0]})")
+
+
 @click.command("overlap")
 @click.option("--tau", required=True, help="Stage times tau_j in seconds, comma-separated, e.g. 4,5.")
 @click.option("--d", "d", default=None, help="Link latencies d_s (S-1 values, seconds); default zeros.")
@@ -150,6 +160,7 @@ def overlap(tau: str, d: str | None, measures: tuple[str, ...], csv_path: str | 
         pairs += read_measurements(csv_path)
     if not pairs:
         raise InputError("no measurements: give --measure M:T (at least two, at two distinct M) or --measurements FILE.csv")
+    _check_count(pairs, measures, csv_path)
     fit = fit_overlap(tau_v, d_v, [m for m, _ in pairs], [t for _, t in pairs])
     if as_json:
         click.echo(json.dumps(fit.to_dict()))
