@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from partitioner.cli._parse import parse_float, parse_floats, parse_int, parse_pairs
 from partitioner.errors import InputError
 
 if TYPE_CHECKING:
@@ -46,50 +47,16 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _parse_floats(option: str, text: str) -> list[float]:
-    """Comma-separated numbers; an empty string is an empty list (S = 1 has no links)."""
-    if not text.strip():
-        return []
-    out = []
-    for token in text.split(","):
-        try:
-            out.append(float(token))
-        except ValueError:
-            raise InputError(f"{option}: cannot parse {token.strip()!r} as a number (got {text!r})") from None
-    return out
-
-
-def _parse_float(option: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(f"{option}: cannot parse {text!r} as a number") from None
-
-
-def _parse_int(option: str, text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise InputError(f"{option} must be an integer >= 1 (got {text!r})") from None
-
-
-def _parse_measured(text: str) -> tuple[list[int], list[float]]:
+def _measured(text: str) -> tuple[list[int], list[float]]:
     """`M1:T1,M2:T2,...` -> ([M1, M2, ...], [T1, T2, ...])."""
-    Ms: list[int] = []
-    Ts: list[float] = []
-    for pair in text.split(","):
-        m, sep, t = pair.partition(":")
-        if not sep:
-            raise InputError(f"--measured: expected M:T pairs like 4:27.3 (got {pair.strip()!r})")
-        Ms.append(_parse_int("--measured M", m.strip()))
-        Ts.append(_parse_float("--measured T", t.strip()))
-    return Ms, Ts
+    pairs = parse_pairs("--measured", text)
+    return [m for m, _ in pairs], [t for _, t in pairs]
 
 
 def _fit_rho(measured: str, tau: list[float], d: list[float] | None) -> float:
     from partitioner.analysis import rho_from_measurements
 
-    Ms, Ts = _parse_measured(measured)
+    Ms, Ts = _measured(measured)
     rho = rho_from_measurements(Ms, Ts, tau, d)
     if not 0.0 <= rho <= 1.0:
         raise InputError(
@@ -160,21 +127,21 @@ def analyze(tau: str, d: str | None, M: str, rho: str | None, measured: str | No
 
     from partitioner.analysis import analyze as run_analysis
 
-    tau_v = _parse_floats("--tau", tau)
-    d_v = None if d is None else _parse_floats("--d", d)
+    tau_v = parse_floats("--tau", tau)
+    d_v = None if d is None else parse_floats("--d", d)
     if rho is not None and measured is not None:
         raise InputError(f"give --rho or --measured, not both (got --rho {rho!r}, --measured {measured!r})")
     run_analysis(tau_v, d_v)  # validate tau and d before fitting rho
     rho_v, note = 1.0, ""
     if rho is not None:
-        rho_v = _parse_float("--rho", rho)
+        rho_v = parse_float("--rho", rho)
     if measured is not None:
         rho_v, note = _fit_rho(measured, tau_v, d_v), " (fitted from --measured)"
-    result = run_analysis(tau_v, d_v, _parse_int("--M", M), rho_v)
+    result = run_analysis(tau_v, d_v, parse_int("--M", M), rho_v)
     if as_json:
         payload = result.to_dict()
         if measured is not None:
-            payload["measured"] = [list(p) for p in zip(*_parse_measured(measured))]
+            payload["measured"] = [list(p) for p in zip(*_measured(measured))]
         click.echo(json.dumps(payload))
     else:
         _render(result, note)

@@ -28,31 +28,14 @@ if TYPE_CHECKING:
 __all__ = ["gateway"]
 
 
-def _parse_names(option: str, text: str) -> list[str]:
-    """Comma-separated names; an empty one is an error."""
-    names = [t.strip() for t in text.split(",")]
-    if any(not n for n in names):
-        raise InputError(f"{option}: empty name in {text!r}; give comma-separated names like node-01,node-02")
-    return names
-
-
-def _parse_Ms(text: str) -> list[int]:
-    """`1,8,100` -> [1, 8, 100]; each an integer >= 1."""
-    from partitioner.cli.analyze import _parse_int
-
-    out = [_parse_int("--M", t.strip()) for t in text.split(",")]
-    bad = [m for m in out if m < 1]
-    if bad:
-        raise InputError(f"--M must be integers >= 1 (got {bad[0]} in {text!r})")
-    return out
-
-
 def _parse_gpus(text: str) -> dict[str, str]:
     """`node-01=rtx-5090-laptop,node-02=rtx-3090` -> {node: gpu id}; ids must be catalogue ids."""
     from partitioner.models import catalog
 
     out: dict[str, str] = {}
-    for pair in _parse_names("--gpu", text):
+    from partitioner.cli._parse import parse_names
+
+    for pair in parse_names("--gpu", text):
         node, sep, gpu = (p.strip() for p in pair.partition("="))
         if not sep or not node or not gpu:
             raise InputError(f"--gpu: expected NODE=GPU_ID pairs like node-02=rtx-3090 (got {pair!r})")
@@ -239,13 +222,13 @@ def gateway(stats_file: str, model: str, nodes: str | None, stat: str, M: str, d
 
     from partitioner.calibrate.gateway import calibrate_gateway
     from partitioner.calibrate.gateway_io import read_gateway
-    from partitioner.cli.analyze import _parse_floats
+    from partitioner.cli._parse import parse_floats, parse_ints, parse_names
 
     args = dict(stats_file=stats_file, gpu=gpu, template=template, write_cluster=write_cluster,
                 write_profile=write_profile)
-    Ms = _parse_Ms(M)
-    d_v = None if d is None else _parse_floats("--d", d)
-    node_list = None if nodes is None else _parse_names("--nodes", nodes)
+    Ms = parse_ints("--M", M, minimum=1)
+    d_v = None if d is None else parse_floats("--d", d)
+    node_list = None if nodes is None else parse_names("--nodes", nodes)
     gpus = {} if gpu is None else _parse_gpus(gpu)
     _check_write_options(args)
     src = read_gateway(stats_file)

@@ -64,10 +64,11 @@ def measure(hf_config: Path | None, factory: str | None, phase: str, batch_text:
     from partitioner.calibrate import CALIBRATE_MARKER
     from partitioner.calibrate.measure_parts import find_parts
     from partitioner.cli._output import check_writable, safe_write
+    from partitioner.cli._parse import parse_ints
 
     if (hf_config is None) == (factory is None):
         raise InputError("give exactly one of --hf-config config.json or --factory module:callable")
-    batches, tokens = _parse_ints("--batch", batch_text), _parse_ints("--tokens", tokens_text)
+    batches, tokens = parse_ints("--batch", batch_text), parse_ints("--tokens", tokens_text)
     torch = timer.require("torch")
     device = _device(torch, device_text)
     name = label if label is not None else str(device)
@@ -92,13 +93,6 @@ def measure(hf_config: Path | None, factory: str | None, phase: str, batch_text:
     if label is None:
         click.echo(f"note: the rows are labelled device {name!r}; pass --label with a cluster.yaml device "
                    "name or a GPU catalogue id (e.g. rtx-3090) so `partition calibrate profile` can use them")
-
-
-def _parse_ints(option: str, text: str) -> list[int]:
-    """Comma-separated integers (range checked by `timer.measure`)."""
-    from partitioner.cli.analyze import _parse_int
-
-    return [_parse_int(option, token.strip()) for token in text.split(",")]
 
 
 def _progress(phase: str, batch: int, tokens: int) -> None:

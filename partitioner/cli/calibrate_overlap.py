@@ -11,37 +11,19 @@ which the group's boundary turns into one line on stderr and exit code 2.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import click
 
-from partitioner.cli.analyze import _parse_float, _parse_floats, _parse_int
+from partitioner.cli._parse import parse_floats, parse_pairs
 from partitioner.errors import InputError
 
 if TYPE_CHECKING:
     from partitioner.calibrate.overlap import OverlapFit
 
-__all__ = ["overlap", "parse_measure", "read_measurements"]
+__all__ = ["overlap", "read_measurements"]
 
 MEASUREMENT_COLUMNS = ("M", "makespan_s")
-
-
-def parse_measure(text: str) -> list[tuple[int, float]]:
-    """One --measure value: `M:T` or a comma list `M1:T1,M2:T2`; M integer >= 1, T finite > 0."""
-    out = []
-    for pair in text.split(","):
-        m_text, sep, t_text = pair.partition(":")
-        if not sep or not m_text.strip() or not t_text.strip():
-            raise InputError(f"--measure: expected M:T pairs like 4:27.3 (got {pair.strip()!r})")
-        M = _parse_int("--measure M", m_text.strip())
-        if M < 1:
-            raise InputError(f"--measure M must be an integer >= 1 (got {m_text.strip()!r} in {pair.strip()!r})")
-        T = _parse_float("--measure T", t_text.strip())
-        if not math.isfinite(T) or T <= 0:
-            raise InputError(f"--measure T must be a finite number of seconds > 0 (got {t_text.strip()!r} in {pair.strip()!r})")
-        out.append((M, T))
-    return out
 
 
 def read_measurements(path: str) -> list[tuple[int, float]]:
@@ -153,9 +135,9 @@ def overlap(tau: str, d: str | None, measures: tuple[str, ...], csv_path: str | 
 
     from partitioner.calibrate.overlap import fit_overlap
 
-    tau_v = _parse_floats("--tau", tau)
-    d_v = None if d is None else _parse_floats("--d", d)
-    pairs = [pair for text in measures for pair in parse_measure(text)]
+    tau_v = parse_floats("--tau", tau)
+    d_v = None if d is None else parse_floats("--d", d)
+    pairs = [pair for text in measures for pair in parse_pairs("--measure", text)]
     if csv_path is not None:
         pairs += read_measurements(csv_path)
     if not pairs:

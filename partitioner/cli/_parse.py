@@ -1,0 +1,76 @@
+"""Option values of the CLI commands: comma lists of numbers, names and M:T pairs.
+
+Every failure is an InputError that names the option and quotes the value, so the group's
+boundary prints it as one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+
+from partitioner.errors import InputError
+
+__all__ = ["parse_floats", "parse_float", "parse_int", "parse_ints", "parse_names", "parse_pairs"]
+
+
+def parse_floats(option: str, text: str) -> list[float]:
+    """Comma-separated numbers; an empty string is an empty list (S = 1 has no links)."""
+    if not text.strip():
+        return []
+    out = []
+    for token in text.split(","):
+        try:
+            out.append(float(token))
+        except ValueError:
+            raise InputError(f"{option}: cannot parse {token.strip()!r} as a number (got {text!r})") from None
+    return out
+
+
+def parse_float(option: str, text: str) -> float:
+    """One number."""
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{option}: cannot parse {text!r} as a number") from None
+
+
+def parse_int(option: str, text: str) -> int:
+    """One integer (the caller checks its range)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"{option} must be an integer >= 1 (got {text!r})") from None
+
+
+def parse_ints(option: str, text: str, minimum: int | None = None) -> list[int]:
+    """Comma-separated integers, each >= `minimum` when given."""
+    out = [parse_int(option, token.strip()) for token in text.split(",")]
+    bad = [v for v in out if minimum is not None and v < minimum]
+    if bad:
+        raise InputError(f"{option} must be integers >= {minimum} (got {bad[0]} in {text!r})")
+    return out
+
+
+def parse_names(option: str, text: str) -> list[str]:
+    """Comma-separated names; an empty one is an error."""
+    names = [t.strip() for t in text.split(",")]
+    if any(not n for n in names):
+        raise InputError(f"{option}: empty name in {text!r}; give comma-separated names like node-01,node-02")
+    return names
+
+
+def parse_pairs(option: str, text: str) -> list[tuple[int, float]]:
+    """`M:T` or `M1:T1,M2:T2`: micro-batch counts M (integers >= 1) and makespans T (finite, > 0)."""
+    out = []
+    for pair in text.split(","):
+        m_text, sep, t_text = (p.strip() for p in pair.partition(":"))
+        if not sep or not m_text or not t_text:
+            raise InputError(f"{option}: expected M:T pairs like 4:27.3 (got {pair.strip()!r})")
+        M = parse_int(f"{option} M", m_text)
+        if M < 1:
+            raise InputError(f"{option} M must be an integer >= 1 (got {m_text!r} in {pair.strip()!r})")
+        T = parse_float(f"{option} T", t_text)
+        if not math.isfinite(T) or T <= 0:
+            raise InputError(f"{option} T must be a finite number of seconds > 0 (got {t_text!r} in {pair.strip()!r})")
+        out.append((M, T))
+    return out
