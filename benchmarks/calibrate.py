@@ -2,9 +2,12 @@
 
     python benchmarks/calibrate.py [--seed 0]
 
-1. Efficiency fit (`calibrate.fit`): N timings of Llama-3.1-8B on an RTX 3090, made by the roofline
-   with known factors (eta_c 0.82, eta_m 0.71, overhead 0.03 ms) and 2 % log-normal noise; the fit's
-   wall time and how far it lands from the true factors.
+1. Efficiency fit (`calibrate.fit`): timings on an RTX 3090 made by the roofline with known factors
+   (eta_c 0.82, eta_m 0.71, overhead 0.03 ms) and 2 % log-normal noise; the fit's wall time and how
+   far it lands from the true factors. Two shapes of data: N rows of Llama-3.1-8B at N random
+   workload points (every row its own arithmetic intensity: the worst case, as the fit enumerates
+   one regime split per distinct intensity), and the grid `calibrate measure` writes for
+   Llama-3.1-70B (every layer at 2 phases x 4 batches x 4 token counts: 2,624 rows).
 2. Gateway log aggregation (`calibrate.gateway.aggregate_requests`): n requests of one node.
 3. Overlap fit (`calibrate.overlap.fit_overlap`): n makespans of a 4-stage pipeline with 1 % noise.
 4. If ../shared/data/gateway (the paper's data set, CC-BY-4.0) is present: legalone:8b on
@@ -57,17 +60,40 @@ def _timings(n: int, rng: np.random.Generator, shape: Shape) -> list[Timing]:
     return rows
 
 
+def _grid(rng: np.random.Generator, shape: Shape) -> list[Timing]:
+    """Every layer of `shape` at each (phase, batch, tokens) of a 2 x 4 x 4 grid, one row each."""
+    base = Hardware.of(resolve_gpu("rtx-3090"))
+    hw = Hardware(base.F, base.BW, *TRUE)
+    layers = [("embed", 0, 0), *(("decoder", i, i) for i in range(shape.L)), ("head", 0, 0)]
+    rows = []
+    for phase in ("prefill", "decode"):
+        for batch in (1, 4, 16, 64):
+            for tokens in (128, 512, 2048, 8192):
+                for kind, first, last in layers:
+                    t = Timing("rtx-3090", kind, first, last, phase, batch, tokens, 1.0)
+                    f, m = row_terms(t, shape, DTYPES)
+                    y = row_time(f, m, t.n_layers, hw) * float(np.exp(rng.normal(0.0, 0.02)))
+                    rows.append(Timing("rtx-3090", kind, first, last, phase, batch, tokens, y))
+    return rows
+
+
+def _shape(model: str) -> Shape:
+    return Shape.of(Architecture.model_validate(catalog.require("models", model)["architecture"]))
+
+
 def bench_fit(rng: np.random.Generator) -> None:
-    shape = Shape.of(Architecture.model_validate(catalog.require("models", "llama-3.1-8b")["architecture"]))
     specs = {"rtx-3090": ("rtx-3090", Hardware.of(resolve_gpu("rtx-3090")))}
-    print("efficiency fit, Llama-3.1-8B on rtx-3090, 2 % noise")
-    print(f"{'rows':>6} {'time':>9} {'eta_c':>7} {'eta_m':>7} {'ovh ms':>7} {'RMS before':>11} {'RMS after':>10}")
-    for n in (10, 100, 1000, 5000):
-        fit, dt = _clock(fit_efficiencies, _timings(n, rng, shape), specs, shape, DTYPES)
+    small, large = _shape("llama-3.1-8b"), _shape("llama-3.1-70b")
+    cases = [(f"8B, {n} random points", _timings(n, rng, small), small) for n in (10, 100, 1000, 5000)]
+    cases.append(("70B, measure grid", _grid(rng, large), large))
+    print("efficiency fit on rtx-3090, 2 % noise")
+    print(f"{'data':<22} {'rows':>5} {'time':>9} {'eta_c':>6} {'eta_m':>6} {'ovh ms':>7} {'RMS before':>10} {'after':>6}")
+    for label, rows, shape in cases:
+        fit, dt = _clock(fit_efficiencies, rows, specs, shape, DTYPES)
         g = fit.gpus[0]
-        print(f"{n:>6} {dt * 1e3:>7.1f}ms {g.fitted.eta_c:>7.3f} {g.fitted.eta_m:>7.3f} "
-              f"{g.fitted.t_fixed * 1e3:>7.4f} {g.rms_before:>10.1%} {g.rms_after:>10.1%}")
-    print(f"{'true':>6} {'':>9} {TRUE[0]:>7.3f} {TRUE[1]:>7.3f} {TRUE[2] * 1e3:>7.4f}\n")
+        print(f"{label:<22} {len(rows):>5} {dt * 1e3:>7.1f}ms {g.fitted.eta_c:>6.3f} {g.fitted.eta_m:>6.3f} "
+              f"{g.fitted.t_fixed * 1e3:>7.4f} {g.rms_before:>10.1%} {g.rms_after:>6.1%}")
+    print(f"{'true':<22} {'':>5} {'':>9} {TRUE[0]:>6.3f} {TRUE[1]:>6.3f} {TRUE[2] * 1e3:>7.4f}\n")
 
 
 def bench_gateway(rng: np.random.Generator) -> None:
