@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from partitioner.calibrate.gateway import GatewayCalibration
+from partitioner.calibrate.layers_yaml import compress, layer_entries
 from partitioner.errors import InputError
 
 __all__ = ["layer_costs", "profile_entries", "cluster_yaml", "profile_yaml"]
@@ -57,22 +58,8 @@ def _run_name(names: Sequence[str]) -> str:
 
 def profile_entries(nodes: Sequence[str], cost: np.ndarray, layers: Mapping[str, Any]) -> list[dict[str, Any]]:
     """`layers:` entries from per-node layer costs and the template's layer list, runs compressed."""
-    names = list(layers["layer_names"])
-    rows = [
-        {"cost": {n: float(cost[g, l]) for g, n in enumerate(nodes)}, "memory_gb": float(layers["memory_gb"][l]),
-         "out_bytes": float(layers["cut_bytes"][l]), "kind": str(layers["layer_kinds"][l]),
-         "params": int(round(float(layers["params"][l])))}
-        for l in range(len(names))
-    ]
-    out: list[dict[str, Any]] = []
-    start = 0
-    for l in range(1, len(rows) + 1):
-        if l == len(rows) or rows[l] != rows[start]:
-            repeat = l - start
-            entry = {"name": _run_name(names[start:l]), **({"repeat": repeat} if repeat > 1 else {}), **rows[start]}
-            out.append(entry)
-            start = l
-    return out
+    costs = [{n: float(cost[g, l]) for g, n in enumerate(nodes)} for l in range(cost.shape[1])]
+    return compress(layer_entries(layers, costs), _run_name)
 
 
 def _dump(header: Sequence[str], data: Mapping[str, Any]) -> str:

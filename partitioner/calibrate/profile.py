@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partitioner.calibrate.fit import DTypes, EfficiencyFit, row_terms, row_time
+from partitioner.calibrate.layers_yaml import compress, layer_entries
 from partitioner.calibrate.timings import Point, Timing
 from partitioner.costs.roofline import Shape, precision_bytes
 from partitioner.costs.tables import roofline_layers
@@ -114,19 +115,9 @@ def _fill(key: str, pos: int, L: int, point: Point, fit: EfficiencyFit, shape: S
     return row_time(f, m, 1, fit.for_device(key).fitted)
 
 
-def _compress(entries: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
-    """Consecutive entries equal but for the name become one with `repeat` (named first-last)."""
-    out: list[dict[str, Any]] = []
-    first: list[str] = []
-    for entry, name in zip(entries, names):
-        if out and {**out[-1], "name": "", "repeat": 1} == {**entry, "name": "", "repeat": 1}:
-            out[-1]["repeat"] = out[-1].get("repeat", 1) + 1
-            out[-1]["name"] = f"{first[-1]}-{name.rsplit('.', 1)[-1]}"
-        else:
-            out.append(dict(entry))
-            first.append(name)
-    return [{k: e[k] for k in ("name", "kind", "repeat", "cost", "memory_gb", "out_bytes", "params") if k in e}
-            for e in out]
+def _run_name(names: list[str]) -> str:
+    """`layer.8-15` for layer.8..layer.15 (the planner shows its copies as layer.8-15.k)."""
+    return names[0] if len(names) == 1 else f"{names[0]}-{names[-1].rsplit('.', 1)[-1]}"
 
 
 def profile_from_timings(timings: Sequence[Timing], point: Point, arch: Any, workload: Any,
@@ -139,7 +130,7 @@ def profile_from_timings(timings: Sequence[Timing], point: Point, arch: Any, wor
     names, L = list(layers["layer_names"]), len(layers["layer_names"]) - 2
     cells = _measured(rows, L, names, source)
     shape, dtypes = Shape.of(arch), _dtypes(work)
-    entries, filled = [], []
+    costs, filled = [], []
     for pos, layer in enumerate(names):
         cost = {}
         for key in keys:
@@ -152,10 +143,8 @@ def profile_from_timings(timings: Sequence[Timing], point: Point, arch: Any, wor
                                  f"fitted cost model fill it")
             cost[key] = _fill(key, pos, L, point, fit, shape, dtypes)
             filled.append((layer, key))
-        entries.append({"name": layer, "kind": layers["layer_kinds"][pos], "cost": cost,
-                        "memory_gb": float(layers["memory_gb"][pos]), "out_bytes": float(layers["cut_bytes"][pos]),
-                        "params": int(layers["params"][pos])})
-    data = {"name": name, "layers": _compress(entries, names)}
+        costs.append(cost)
+    data = {"name": name, "layers": compress(layer_entries(layers, costs), _run_name)}
     return Profile(data, point, tuple(filled), len(names) * len(keys))
 
 
