@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "COMMANDS", "LazyCommands"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help shown by `partition --help` without importing it)
@@ -31,23 +31,32 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    """Imports a command's module only when that command is invoked."""
+class LazyCommands(click.Group):
+    """A group whose commands are imported only when invoked: `table` maps each command name to
+    (module, one-line help); the module defines a click command object named like the command."""
+
+    table: dict[str, tuple[str, str]] = {}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
+        return list(self.table)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS:
+        if cmd_name not in self.table:
             return None
-        module = importlib.import_module(COMMANDS[cmd_name][0])
+        module = importlib.import_module(self.table[cmd_name][0])
         command: click.Command = getattr(module, cmd_name)
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        rows = [(name, help_) for name, (_, help_) in self.table.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+class LazyGroup(LazyCommands):
+    """The top-level group: lazy commands plus the single error boundary and `--debug`."""
+
+    table = COMMANDS
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if "--debug" in args:

@@ -6,9 +6,9 @@ and is imported only when it runs, so `partition calibrate --help` stays instant
 
 from __future__ import annotations
 
-import importlib
-
 import click
+
+from partitioner.cli import LazyCommands
 
 __all__ = ["calibrate", "SUBCOMMANDS"]
 
@@ -20,20 +20,8 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
-class _LazySubgroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(SUBCOMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in SUBCOMMANDS:
-            return None
-        module = importlib.import_module(f"partitioner.cli.calibrate_{cmd_name}")
-        command: click.Command = getattr(module, cmd_name)
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        with formatter.section("Commands"):
-            formatter.write_dl(list(SUBCOMMANDS.items()))
+class _LazySubgroup(LazyCommands):
+    table = {name: (f"partitioner.cli.calibrate_{name}", help_) for name, help_ in SUBCOMMANDS.items()}
 
 
 @click.group("calibrate", cls=_LazySubgroup)
