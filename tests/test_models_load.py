@@ -117,3 +117,12 @@ def test_an_inline_spec_with_base_keeps_the_catalogue_id_as_its_gpu_id(tmp_path)
     a, b = load_cluster(path).devices
     assert (a.gpu_id, a.spec.name, a.total_gb) == ("t4", "Tesla T4", 15.0)
     assert b.gpu_id == "My card" and b.spec.base is None
+
+
+def test_catalogue_gpus_carry_compute_capability() -> None:
+    """Engines gate on it (vLLM needs 7.0); Pascal cards are 6.1, AMD cards have none."""
+    from partitioner.models.cluster import resolve_gpu
+
+    assert resolve_gpu("gtx-1070").cc == (6, 1)
+    assert resolve_gpu("rtx-3090").cc == (8, 6)
+    assert resolve_gpu("mi300x").cc is None

@@ -30,7 +30,27 @@ class GpuSpec(Frozen):
     eta_compute: Fraction | None = None  # None: the family default
     eta_memory: Fraction | None = None
     overhead_ms: NonNegative | None = None  # fixed time per layer per micro-batch
+    compute_capability: str | None = None  # NVIDIA CUDA "major.minor"; None: not a CUDA GPU / unknown
     source: str = ""
+
+    @field_validator("compute_capability", mode="before")
+    @classmethod
+    def _cc_format(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        text = str(value)
+        major, _, minor = text.partition(".")
+        if not (major.isdigit() and minor.isdigit()):
+            raise ValueError(f'must be "major.minor", e.g. "8.6" (got {value!r})')
+        return text
+
+    @property
+    def cc(self) -> tuple[int, int] | None:
+        """compute_capability as (major, minor), for comparing with an engine's minimum."""
+        if self.compute_capability is None:
+            return None
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
 
     @model_validator(mode="before")
     @classmethod
