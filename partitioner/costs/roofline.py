@@ -6,6 +6,10 @@ kv KV-heads, d head_dim, V vocab, E/k experts/top-k, b_w/b_kv/b_a bytes per weig
 T new tokens in the step, C context.
 
     t = max(FLOPs / (eta_c * F), bytes / (eta_m * BW)) + t_fixed          (costmodel.md)
+
+plus a fixed cost t_token per token (one decode step or prefill pass of a micro-batch: kernel
+launches, sampling, synchronisation), charged once per pipeline with the LM head
+(partitioner.costs.tables). Defaults: presets/gpus.yaml `defaults` and presets/engines.yaml.
 """
 
 from __future__ import annotations
@@ -112,20 +116,23 @@ class Work:
 
 @dataclass(frozen=True)
 class Hardware:
-    """Peak rates of one device and its efficiencies (gpus.yaml)."""
+    """Peak rates of one device and its efficiencies (gpus.yaml, engines.yaml)."""
 
     F: float  # FLOP/s: tensor rate (GeForce: FP32-accumulate), else FP32
     BW: float  # bytes/s
     eta_c: float
     eta_m: float
     t_fixed: float  # seconds per layer per micro-batch
+    t_token: float = 0.0  # seconds per token (micro-batch step) per pipeline, charged with the LM head
 
     @classmethod
-    def of(cls, gpu: Any) -> Hardware:
-        """From a `partitioner.models.GpuSpec` (duck-typed): tensor rate if any, else FP32."""
-        eta_c, eta_m, t_fixed = gpu.efficiency()
+    def of(cls, gpu: Any, bits: float = 16.0, engine: Any = None) -> Hardware:
+        """From a `partitioner.models.GpuSpec` (duck-typed): tensor rate if any, else FP32; the
+        efficiencies for weights of `bits` per weight under `engine` (None: generic)."""
+        eta_c, eta_m, t_fixed, t_token = gpu.factors(bits, engine)
         tflops = gpu.tensor_tflops if gpu.tensor_tflops is not None else gpu.fp32_tflops
-        return cls(F=tflops * 1e12, BW=gpu.bandwidth_gb_s * 1e9, eta_c=eta_c, eta_m=eta_m, t_fixed=t_fixed)
+        return cls(F=tflops * 1e12, BW=gpu.bandwidth_gb_s * 1e9, eta_c=eta_c, eta_m=eta_m, t_fixed=t_fixed,
+                   t_token=t_token)
 
 
 def attn_params(s: Shape) -> int:

@@ -4,6 +4,12 @@ Takes the validated specs of `partitioner.models` duck-typed (no pydantic import
 returns plain numpy arrays (issue 3, "Cost model"; contract: partitioner.problem.CostTables).
 Roofline forms (preset / architecture / hf_config) give layers "embed", "layer.0".."layer.N-1",
 "lm_head"; a measured profile gives its own layers, `repeat` expanded with a suffix index.
+
+The engine (`engine=` argument, else `engine:` of the model's workload or of cluster.yaml, else
+generic; presets/engines.yaml) enters twice: its per-token fixed cost is charged on the LM head, so
+once per token per pipeline on the stage that samples (a 1-GPU and a 2-GPU layer split of one model
+carry the same total), and its per-hop overhead is added to the latency alpha of every link, so it
+enters d_s = alpha + b/beta once per hop. A measured profile's costs are used as measured.
 """
 
 from __future__ import annotations
@@ -14,14 +20,17 @@ import numpy as np
 
 from partitioner.costs import memory, roofline
 from partitioner.costs.roofline import Hardware, Shape, Work
-from partitioner.errors import ConfigError
+from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
-__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers"]
+__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine"]
 
 
-def link_arrays(cluster: Any) -> tuple[np.ndarray, np.ndarray]:
-    """latency_s[G,G] (alpha, seconds) and bandwidth_Bps[G,G] (beta, bytes/s); diagonal 0 / inf."""
+def link_arrays(cluster: Any, hop_s: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """latency_s[G,G] (alpha, seconds) and bandwidth_Bps[G,G] (beta, bytes/s); diagonal 0 / inf.
+
+    `hop_s`: the engine's fixed cost per pipeline hop (copy launch, synchronisation), added to the
+    link latency of every pair (GenZ/LLMCompass link time alpha + bytes/beta, costmodel.md)."""
     devs = cluster.devices
     G = len(devs)
     alpha = np.zeros((G, G))
@@ -30,15 +39,16 @@ def link_arrays(cluster: Any) -> tuple[np.ndarray, np.ndarray]:
         for h, b in enumerate(devs):
             if g != h:
                 link = cluster.link(a, b)
-                alpha[g, h] = link.latency_ms / 1e3
+                alpha[g, h] = link.latency_ms / 1e3 + hop_s
                 beta[g, h] = link.bandwidth_gb_s * 1e9
     return alpha, beta
 
 
-def roofline_layers(arch: Any, workload: Any, gpus: list[Any]) -> dict[str, Any]:
-    """Per-layer cost (roofline.py), memory (memory.py), cut bytes and params, forms 1-2."""
+def roofline_layers(arch: Any, workload: Any, gpus: list[Any], engine: Any = None) -> dict[str, Any]:
+    """Per-layer cost (roofline.py), memory (memory.py), cut bytes and params, forms 1-2; the
+    per-token fixed cost of each device is charged on its LM head (module docstring)."""
     s, w = Shape.of(arch), Work.of(workload)
-    hws = [Hardware.of(gpu) for gpu in gpus]
+    hws = [Hardware.of(gpu, 8.0 * w.b_w, engine) for gpu in gpus]
     parts = (
         [("embed", "embed", roofline.embed_flops(s, w), roofline.embed_bytes(s, w),
           memory.embed_memory_gb(s, w), roofline.embed_params(s))]
@@ -48,6 +58,8 @@ def roofline_layers(arch: Any, workload: Any, gpus: list[Any]) -> dict[str, Any]
             memory.head_memory_gb(s, w), roofline.head_params(s) if not s.tie else s.h)]
     )
     cost = np.array([[roofline.roofline_time(f, b, hw) for (_, _, f, b, _, _) in parts] for hw in hws])
+    if hws:
+        cost[:, -1] += [hw.t_token for hw in hws]
     cut = np.full(len(parts), roofline.cut_bytes(s, w))
     cut[-1] = 0.0  # nothing is sent on after the LM head
     return {
@@ -100,14 +112,35 @@ def profile_layers(model: Any, devices: Any) -> dict[str, Any]:
     }
 
 
-def build_tables(model: Any, cluster: Any) -> CostTables:
-    """All of CostTables for `model` (ModelSpec) on `cluster` (ClusterSpec)."""
+def select_engine(model: Any, cluster: Any, engine: Any = None) -> Any:
+    """The EngineSpec in force: `engine` (an id or EngineSpec), else the model workload's or the
+    cluster's `engine:` (which must agree), else generic."""
+    from partitioner.models.engines import resolve_engine
+
+    if engine is None:
+        workload = None if model.is_profile else getattr(model.workload, "engine", None)
+        engine = getattr(cluster, "engine", None)
+        if workload is not None and engine is not None and workload != engine:
+            file, line = model.locate("workload", "engine")
+            raise ConfigError(f"engine {workload!r} differs from the cluster's engine {engine!r}; give one of them "
+                              f"(or pass engine= to choose)", file=file, location="workload.engine", line=line)
+        engine = workload if workload is not None else engine
+    try:
+        return resolve_engine(engine)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
+    """All of CostTables for `model` (ModelSpec) on `cluster` (ClusterSpec) under `engine` (an id of
+    presets/engines.yaml; None: the model's or cluster's `engine:`, else generic)."""
     devices = cluster.devices
+    eng = select_engine(model, cluster, engine)
     if model.is_profile:
         layers = profile_layers(model, devices)
     else:
-        layers = roofline_layers(model.arch, model.workload, [d.spec for d in devices])
-    alpha, beta = link_arrays(cluster)
+        layers = roofline_layers(model.arch, model.workload, [d.spec for d in devices], eng)
+    alpha, beta = link_arrays(cluster, eng.hop_overhead_ms / 1e3)
     return CostTables(
         **layers,
         capacity_gb=np.array([cluster.capacity_gb(d) for d in devices]),

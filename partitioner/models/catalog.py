@@ -1,4 +1,4 @@
-"""Shipped presets (GPUs, links, models) looked up by exact id (style.md rule 14).
+"""Shipped presets (GPUs, links, models, engines) looked up by exact id (style.md rule 14).
 
 An unknown id is an error that lists the closest valid ids (difflib) and every valid id;
 there is no fuzzy matching.
@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 import yaml
 
-__all__ = ["Kind", "KINDS", "entries", "ids", "require", "family_defaults", "unknown_message", "closest"]
+__all__ = ["Kind", "KINDS", "entries", "ids", "require", "gpu_defaults", "unknown_message", "closest"]
 
-Kind = Literal["gpus", "links", "models"]
-KINDS: tuple[str, ...] = ("gpus", "links", "models")
-_SINGULAR = {"gpus": "GPU", "links": "link", "models": "model"}
+Kind = Literal["gpus", "links", "models", "engines"]
+KINDS: tuple[str, ...] = ("gpus", "links", "models", "engines")
+_SINGULAR = {"gpus": "GPU", "links": "link", "models": "model", "engines": "engine"}
 
 
 @lru_cache(maxsize=None)
@@ -38,10 +38,11 @@ def ids(kind: str) -> tuple[str, ...]:
     return tuple(entries(kind))
 
 
-def family_defaults(family: str) -> dict[str, float]:
-    """Default eta_compute, eta_memory and overhead_ms of a GPU family (gpus.yaml `families`)."""
-    table: dict[str, dict[str, float]] = _load("gpus")["families"]
-    return dict(table[family])
+def gpu_defaults() -> dict[str, Any]:
+    """The fitted default efficiencies and fixed costs (gpus.yaml `defaults`): eta_memory and
+    token_overhead_ms by memory type and weight-precision class, eta_compute by compute class."""
+    table: dict[str, Any] = _load("gpus")["defaults"]
+    return table
 
 
 def closest(value: str, valid: tuple[str, ...] | list[str], n: int = 3) -> list[str]:

@@ -14,7 +14,9 @@ from partitioner.models.fields import Fraction, Frozen, LocatedValueError, Name,
 
 __all__ = ["GpuSpec", "LinkSpec", "Links", "Pair", "Device", "ClusterSpec", "resolve_gpu", "resolve_link"]
 
-Family = Literal["datacenter", "geforce", "legacy"]
+Family = Literal["datacenter", "geforce", "workstation", "legacy", "radeon", "apple"]
+MemoryType = Literal["gddr", "hbm", "unified"]
+ComputeClass = Literal["tensor", "inference", "fp32"]
 
 
 class GpuSpec(Frozen):
@@ -22,14 +24,17 @@ class GpuSpec(Frozen):
 
     name: str = "custom"  # display name
     base: str | None = None  # the catalogue id this spec inherits from (`base:`), its GPU id
-    family: Family = "datacenter"  # selects default efficiencies in gpus.yaml `families`
+    family: Family = "datacenter"  # descriptive; the defaults follow memory_type and compute_class
+    memory_type: MemoryType | None = None  # None: hbm for a datacenter family, unified for apple, else gddr
+    compute_class: ComputeClass | None = None  # None: tensor, or fp32 without tensor cores
     memory_gb: Positive
     bandwidth_gb_s: Positive
     tensor_tflops: Positive | None = None  # dense bf16/fp16 (GeForce: FP32-accumulate); None: no tensor cores
     fp32_tflops: Positive
-    eta_compute: Fraction | None = None  # None: the family default
+    eta_compute: Fraction | None = None  # None: the fitted default (gpus.yaml `defaults`)
     eta_memory: Fraction | None = None
     overhead_ms: NonNegative | None = None  # fixed time per layer per micro-batch
+    token_overhead_ms: NonNegative | None = None  # fixed time per token (micro-batch step) per pipeline
     compute_capability: str | None = None  # NVIDIA CUDA "major.minor"; None: not a CUDA GPU / unknown
     source: str = ""
 
@@ -67,13 +72,45 @@ class GpuSpec(Frozen):
             return merged
         return data
 
-    def efficiency(self) -> tuple[float, float, float]:
-        """(eta_compute, eta_memory, overhead_s), the family defaults filled in."""
-        d = catalog.family_defaults(self.family)
-        eta_c = self.eta_compute if self.eta_compute is not None else d["eta_compute"]
-        eta_m = self.eta_memory if self.eta_memory is not None else d["eta_memory"]
-        over = self.overhead_ms if self.overhead_ms is not None else d["overhead_ms"]
-        return float(eta_c), float(eta_m), float(over) / 1e3
+    @property
+    def mem_type(self) -> str:
+        """memory_type, or the family's usual memory when not given."""
+        if self.memory_type is not None:
+            return self.memory_type
+        return {"datacenter": "hbm", "apple": "unified"}.get(self.family, "gddr")
+
+    @property
+    def compute_kind(self) -> str:
+        """compute_class, or tensor / fp32 by whether the GPU has tensor cores."""
+        if self.compute_class is not None:
+            return self.compute_class
+        return "fp32" if self.tensor_tflops is None else "tensor"
+
+    @property
+    def calibrated(self) -> bool:
+        """True when the spec gives any efficiency or overhead itself (e.g. `calibrate profile`)."""
+        return any(v is not None for v in (self.eta_compute, self.eta_memory, self.overhead_ms,
+                                            self.token_overhead_ms))
+
+    def factors(self, bits: float = 16.0, engine: Any = None) -> tuple[float, float, float, float]:
+        """(eta_compute, eta_memory, overhead per layer s, overhead per token s) for weights of
+        `bits` per weight under `engine` (an EngineSpec or id; None: generic). Given values win;
+        a calibrated spec ignores the engine's scales (partitioner.models.engines)."""
+        from partitioner.models.engines import default_factors, resolve_engine
+
+        eng = None if self.calibrated else resolve_engine(engine)
+        eta_c, eta_m, t_layer, t_token = default_factors(self.mem_type, self.compute_kind, self.cc, bits, eng)
+        return (
+            float(self.eta_compute) if self.eta_compute is not None else eta_c,
+            float(self.eta_memory) if self.eta_memory is not None else eta_m,
+            float(self.overhead_ms) / 1e3 if self.overhead_ms is not None else t_layer,
+            float(self.token_overhead_ms) / 1e3 if self.token_overhead_ms is not None else t_token,
+        )
+
+    def efficiency(self, bits: float = 16.0, engine: Any = None) -> tuple[float, float, float]:
+        """(eta_compute, eta_memory, overhead per layer s) of `factors`."""
+        eta_c, eta_m, t_layer, _ = self.factors(bits, engine)
+        return eta_c, eta_m, t_layer
 
     def __str__(self) -> str:
         return self.name
@@ -175,6 +212,12 @@ class ClusterSpec(Frozen):
     pairs: tuple[Pair, ...] = ()
     order: Literal["free", "fixed"] = "free"
     reserve_gb: NonNegative = 1.0
+    engine: str | None = None  # presets/engines.yaml id: per-token, per-hop overheads and eta scales
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: Any) -> Any:
+        return _check_id("engines", value)
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterSpec:

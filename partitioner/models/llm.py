@@ -78,6 +78,14 @@ class Workload(Frozen):
     prompt_tokens: PositiveInt = 512  # tokens per sequence processed in prefill
     context: PositiveInt = 4096  # context length: KV positions read in decode, KV held in memory
     in_flight: PositiveInt = 1  # micro-batches whose KV caches share a stage's memory
+    engine: str | None = None  # presets/engines.yaml id (as cluster.yaml `engine:`)
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str | None) -> str | None:
+        if value is not None:
+            catalog.require("engines", value)
+        return value
 
     @model_validator(mode="after")
     def _context(self) -> Workload:
