@@ -55,7 +55,8 @@ def test_without_model_the_file_is_checked_and_summarised(files, tmp_path):
 def test_fit_tables(files):
     result = run(SMALL, "--model", files["model"], "--cluster", files["cluster"])
     assert result.exit_code == 0, result.output
-    for text in ("efficiency per GPU type", "rtx-3090", "0.75 -> 1 (bound)", "predicted vs measured",
+    default_eta_c = Hardware.of(resolve_gpu("rtx-3090")).eta_c  # the catalogue default the fit starts from
+    for text in ("efficiency per GPU type", "rtx-3090", f"{default_eta_c:.3g} -> 1 (bound)", "predicted vs measured",
                  "note: rtx-3090: eta_compute fitted to its bound 1", "lm_head", "err fitted"):
         assert text in result.output
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from partitioner.models import catalog
 from partitioner.cli import main
 
 GPUS = ["rtx-5090", "rtx-5090-laptop", "rtx-4090", "rtx-3090", "rtx-3080", "gtx-1070", "p40", "t4", "l4",
@@ -34,7 +35,8 @@ def test_catalog_table_shows_every_id(kind, ids):
 
 def test_catalog_json_figures():
     gpus = {r["id"]: r for r in json.loads(CliRunner().invoke(main, ["catalog", "gpus", "--json"]).output)}
-    assert gpus["rtx-3090"]["bandwidth_gb_s"] == 936 and gpus["rtx-3090"]["eta_memory"] == 0.7
+    assert gpus["rtx-3090"]["bandwidth_gb_s"] == 936 and gpus["rtx-3090"]["memory_type"] == "gddr"
+    assert gpus["rtx-3090"]["eta_memory"] == catalog.gpu_defaults()["eta_memory"]["gddr"][16]  # 16-bit, generic
     assert gpus["gtx-1070"]["tensor_tflops"] is None
     models = {r["id"]: r for r in json.loads(CliRunner().invoke(main, ["catalog", "models", "--json"]).output)}
     assert models["llama-3.1-70b"]["params_b"] == pytest.approx(70.55, rel=0.005)

@@ -8,7 +8,7 @@ import pytest
 from partitioner.costs import build_tables
 from partitioner.costs import memory, roofline
 from partitioner.costs.roofline import Hardware, Shape, Work
-from partitioner.models import ClusterSpec, ModelSpec
+from partitioner.models import ClusterSpec, ModelSpec, catalog
 
 
 def _shape(preset: str) -> Shape:
@@ -66,7 +66,8 @@ def test_rtx3090_decode_of_a_bf16_llama_8b_layer_is_bandwidth_bound():
     weights = 2 * 218_112_000
     kv = 1024 * 4096 + 4096  # read the context, write the new token
     assert t.cost[0, 1] == pytest.approx((weights + kv) / (eta_m * 936e9) + t_fixed, rel=1e-12)
-    assert (eta_m, t_fixed) == (0.7, 0.04e-3)  # gpus.yaml geforce defaults
+    d = catalog.gpu_defaults()
+    assert (eta_m, t_fixed) == (d["eta_memory"]["gddr"][16], 0.0)  # gpus.yaml defaults: GDDR, 16-bit weights
     # the compute side is far below: 2 * 218 M FLOPs at 0.75 * 71 TFLOPS
     assert 2 * 218_112_000 / (eta_c * 71e12) < (weights + kv) / (eta_m * 936e9) / 50
 
@@ -121,6 +122,6 @@ def test_cards_without_tensor_cores_use_fp32():
 
 def test_efficiency_overrides_inline():
     gpu = ClusterSpec(devices=[{"name": "g", "gpu": {"base": "t4", "eta_memory": 0.5, "overhead_ms": 0}}]).devices[0].spec
-    assert gpu.efficiency() == (0.75, 0.5, 0.0)
+    assert gpu.efficiency() == (catalog.gpu_defaults()["eta_compute"]["inference"], 0.5, 0.0)  # T4: inference class
     assert gpu.bandwidth_gb_s == 320 and gpu.name == "Tesla T4"
     assert np.isfinite(Hardware.of(gpu).F)

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from partitioner.models import catalog
+from partitioner.models.engines import resolve_engine
 from partitioner.costs import build_tables
 from partitioner.errors import ConfigError
 from partitioner.models import (
@@ -38,7 +40,11 @@ def test_inline_gpu_spec():
     c = ClusterSpec(devices=[{"name": "x", "gpu": {"name": "my-card", "memory_gb": 12, "bandwidth_gb_s": 400,
                                                     "fp32_tflops": 20, "family": "geforce"}}])
     assert c.devices[0].gpu_id == "my-card" and f"{c.devices[0].gpu}" == "my-card"
-    assert c.devices[0].spec.efficiency() == (0.75, 0.7, 0.04e-3)
+    # no memory_type given: a geforce-family card is GDDR; no tensor cores: the fp32 compute class
+    spec = c.devices[0].spec
+    assert (spec.mem_type, spec.compute_kind) == ("gddr", "fp32")
+    d = catalog.gpu_defaults()
+    assert spec.efficiency() == (d["eta_compute"]["fp32"], d["eta_memory"]["gddr"][16], d["overhead_ms"] / 1e3)
 
 
 def test_preset_name_and_hf_config_relative_to_the_yaml():
@@ -90,7 +96,8 @@ def test_with_link_sets_both_directions():
     c = load_cluster(EXAMPLES / "clusters" / "seed.yaml")
     d = with_link(c, "laptop-5090", "node02-3090", 0.5, 3.0)
     t = build_tables(ModelSpec(preset="llama-3.1-8b"), d)
-    assert t.latency_s[0, 1] == pytest.approx(0.5e-3) and t.bandwidth_Bps[1, 0] == 3e9
+    hop = resolve_engine("generic").hop_overhead_ms / 1e3  # the engine's per-hop cost is added to every link
+    assert t.latency_s[0, 1] == pytest.approx(0.5e-3 + hop) and t.bandwidth_Bps[1, 0] == 3e9
     with pytest.raises(ConfigError, match=r"--link: unknown device 'nope'"):
         with_link(c, "nope", "node02-3090", 1, 1)
     with pytest.raises(ConfigError, match=r"--link: .*greater than 0"):
