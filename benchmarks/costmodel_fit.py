@@ -22,7 +22,9 @@ a = 1/eta_compute, b = 1/eta_memory are shared by the group and never fitted per
    of predicted / measured over Helix's T4 and V100 decode rows.
 4. llama.cpp's prefill factor (engines.yaml llamacpp eta_compute_scale, tensor and inference
    classes): the median over the gpu-bench tensor-core prompt rows of the eta_compute each row
-   needs over the Helix-fitted class default. (The fp32 class was fitted on llama.cpp itself.)
+   needs over the Helix-fitted class default, GeForce cards at their fp16-accumulate rate (twice
+   tensor_tflops: llama.cpp's cuBLAS GEMMs accumulate in fp16). (The fp32 class was fitted on
+   llama.cpp itself.)
 It prints the fitted values as gpus.yaml `defaults`, then the error of the committed defaults per
 GPU (median and 90th percentile of |predicted - measured| / measured), and the leave-one-GPU-out
 error of step 1 (each GPU's rows predicted by a fit to the other GPUs only).
@@ -237,7 +239,7 @@ def fit(shared: Path) -> dict[str, object]:
     for r in bench:
         if r.work.phase != "prefill" or r.spec.compute_kind != "tensor":
             continue
-        F, _ = peaks(r.spec)
+        F = r.spec.peak_flops("llamacpp")  # its fp16-accumulate GEMMs: twice the rate on GeForce
         t_tok = tok[r.spec.mem_type][precision_class(r.bits)] / 1e3
         flops = sum(f for f, _ in parts(r))
         need.append(flops / (F * max(r.seconds - t_tok, 1e-9)) / eta_c["tensor"])
@@ -314,7 +316,8 @@ def report(shared: Path) -> dict[str, object]:
 #: gpu-bench prompt rows are llama.cpp of December 2023: eta_compute scaled as engines.yaml llamacpp,
 #: fixed costs as fitted (generic).
 _LLAMACPP_PREFILL = resolve_engine("generic").model_copy(
-    update={"id": "llamacpp-dec2023", "eta_compute_scale": resolve_engine("llamacpp").eta_compute_scale})
+    update={"id": "llamacpp-dec2023", "eta_compute_scale": resolve_engine("llamacpp").eta_compute_scale,
+            "fp16_accumulate": resolve_engine("llamacpp").fp16_accumulate})
 
 
 
@@ -346,6 +349,9 @@ def main() -> None:
             lm, lp = summary(np.concatenate(list(logo.values())))  # type: ignore[attr-defined]
             extra = f" {100 * lm:7.1f}% {100 * lp:7.1f}%"
         print(f"{phase:8s} {gpu:38s} {n:4d} {100 * med:6.1f}% {100 * p90:6.1f}%{extra}")
+    dec = errors([r for r in read_gpu_bench(shared) if r.work.phase == "decode"])
+    print(f"decode rows within +-10 %: {np.mean(np.abs(dec) <= 0.10):.0%}, within +-25 %: {np.mean(np.abs(dec) <= 0.25):.0%}; "
+          f"median predicted / measured {np.median(1 + dec):.3f}")
     print("\nHelix per-layer times (generic engine):")
     for (gpu, phase), (n, med, p90) in out["helix"].items():  # type: ignore[attr-defined]
         print(f"  {gpu:5s} {phase:8s} rows {n:3d}  median {100 * med:5.1f}%  p90 {100 * p90:5.1f}%")

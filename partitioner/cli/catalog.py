@@ -1,4 +1,4 @@
-"""`partition catalog gpus|models|links [--json]`: the shipped presets as a table or JSON."""
+"""`partition catalog gpus|models|links|engines [--json]`: the shipped presets as a table or JSON."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ import click
 __all__ = ["catalog", "catalog_rows"]
 
 _COLUMNS: dict[str, tuple[str, ...]] = {
-    "gpus": ("id", "name", "family", "memory_gb", "bandwidth_gb_s", "tensor_tflops", "fp32_tflops",
-             "eta_compute", "eta_memory", "overhead_ms"),
+    "gpus": ("id", "name", "family", "memory_type", "compute_class", "compute_capability", "memory_gb",
+             "bandwidth_gb_s", "tensor_tflops", "fp32_tflops", "eta_compute", "eta_memory", "token_overhead_ms"),
     "models": ("id", "name", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab", "tied",
                "experts", "params_b", "kv_bytes_per_token_layer"),
     "links": ("id", "name", "latency_ms", "bandwidth_gb_s"),
+    "engines": ("id", "name", "token_overhead_scale", "hop_overhead_ms", "eta_compute_scale", "eta_memory_scale",
+                "fp16_accumulate"),
 }
 
 
@@ -21,9 +23,20 @@ def _gpu_row(key: str, raw: dict[str, Any]) -> dict[str, Any]:
     from partitioner.models.cluster import GpuSpec
 
     gpu = GpuSpec.model_validate(raw)
-    eta_c, eta_m, t_fixed = gpu.efficiency()
+    eta_c, eta_m, t_fixed, t_token = gpu.factors()  # 16-bit weights, generic engine
     row = gpu.model_dump()
-    row.update(id=key, eta_compute=eta_c, eta_memory=eta_m, overhead_ms=t_fixed * 1e3)
+    row.update(id=key, memory_type=gpu.mem_type, compute_class=gpu.compute_kind, eta_compute=eta_c,
+               eta_memory=eta_m, overhead_ms=t_fixed * 1e3, token_overhead_ms=t_token * 1e3)
+    return row
+
+
+def _engine_row(key: str, raw: dict[str, Any]) -> dict[str, Any]:
+    from partitioner.models.engines import resolve_engine
+
+    row = resolve_engine(key).model_dump()
+    scale = row["eta_compute_scale"]
+    if isinstance(scale, dict):
+        row["eta_compute_scale"] = ", ".join(f"{k} {v:g}" for k, v in scale.items())
     return row
 
 
@@ -45,7 +58,7 @@ def catalog_rows(kind: str) -> list[dict[str, Any]]:
     """One dict per preset of `kind`, with derived figures (params, default efficiencies)."""
     from partitioner.models import catalog as presets
 
-    make = {"gpus": _gpu_row, "models": _model_row, "links": lambda k, raw: {"id": k, **raw}}[kind]
+    make = {"gpus": _gpu_row, "models": _model_row, "links": lambda k, raw: {"id": k, **raw}, "engines": _engine_row}[kind]
     return [make(key, raw) for key, raw in presets.entries(kind).items()]
 
 
@@ -58,10 +71,10 @@ def _cell(value: Any) -> str:
 
 
 @click.command("catalog")
-@click.argument("kind", type=click.Choice(["gpus", "models", "links"]))
+@click.argument("kind", type=click.Choice(["gpus", "models", "links", "engines"]))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def catalog(kind: str, as_json: bool) -> None:
-    """List the shipped GPU, link or model presets (ids to use in cluster.yaml / model.yaml)."""
+    """List the shipped GPU, link, model or engine presets (ids to use in cluster.yaml / model.yaml)."""
     import json
 
     rows = catalog_rows(kind)
@@ -73,7 +86,7 @@ def catalog(kind: str, as_json: bool) -> None:
 
     table = Table(title=f"partitioner {kind} catalogue (GB = 1e9 bytes)")
     for col in _COLUMNS[kind]:
-        table.add_column(col, no_wrap=col in ("id", "name"))
+        table.add_column(col.replace("compute_capability", "cc"), no_wrap=col in ("id", "name"))
     for row in rows:
         table.add_row(*(_cell(row.get(col)) for col in _COLUMNS[kind]))
     Console(width=200, soft_wrap=True).print(table)

@@ -1,4 +1,4 @@
-"""`partition costs model.yaml cluster.yaml [--json]`: per-layer, per-device time and memory."""
+"""`partition costs model.yaml cluster.yaml [--engine NAME] [--json]`: per-layer, per-device time and memory."""
 
 from __future__ import annotations
 
@@ -69,13 +69,15 @@ def _device_table(tables: Any) -> Any:
 @click.command("costs")
 @click.argument("model_file", metavar="MODEL.yaml", type=click.Path(dir_okay=False))
 @click.argument("cluster_file", metavar="CLUSTER.yaml", type=click.Path(dir_okay=False))
+@click.option("--engine", default=None, metavar="NAME",
+              help="Engine whose overheads apply (partition catalog engines); default: the file's engine:, else generic.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-def costs(model_file: str, cluster_file: str, as_json: bool) -> None:
+def costs(model_file: str, cluster_file: str, engine: str | None, as_json: bool) -> None:
     """Per-layer, per-device time and memory, totals, and cut bytes of MODEL on CLUSTER."""
     from partitioner.costs import build_tables
     from partitioner.models import load_cluster, load_model
 
-    tables = build_tables(load_model(model_file), load_cluster(cluster_file))
+    tables = build_tables(load_model(model_file), load_cluster(cluster_file), engine=engine)
     if as_json:
         import json
 

@@ -130,8 +130,7 @@ class Hardware:
         """From a `partitioner.models.GpuSpec` (duck-typed): tensor rate if any, else FP32; the
         efficiencies for weights of `bits` per weight under `engine` (None: generic)."""
         eta_c, eta_m, t_fixed, t_token = gpu.factors(bits, engine)
-        tflops = gpu.tensor_tflops if gpu.tensor_tflops is not None else gpu.fp32_tflops
-        return cls(F=tflops * 1e12, BW=gpu.bandwidth_gb_s * 1e9, eta_c=eta_c, eta_m=eta_m, t_fixed=t_fixed,
+        return cls(F=gpu.peak_flops(engine), BW=gpu.bandwidth_gb_s * 1e9, eta_c=eta_c, eta_m=eta_m, t_fixed=t_fixed,
                    t_token=t_token)
 
 

@@ -107,6 +107,18 @@ class GpuSpec(Frozen):
             float(self.token_overhead_ms) / 1e3 if self.token_overhead_ms is not None else t_token,
         )
 
+    def peak_flops(self, engine: Any = None) -> float:
+        """FLOP/s the roofline divides by: the tensor rate (FP32-accumulate), else FP32. An engine
+        whose GEMMs accumulate in fp16 doubles it on GeForce cards, whose FP16-accumulate tensor
+        rate is twice the FP32-accumulate one (costmodel.md "Key decisions"); not for a calibrated
+        spec, whose etas were fitted against the catalogue rate."""
+        from partitioner.models.engines import resolve_engine
+
+        if self.tensor_tflops is None:
+            return float(self.fp32_tflops) * 1e12
+        fp16_acc = self.family == "geforce" and not self.calibrated and resolve_engine(engine).fp16_accumulate
+        return float(self.tensor_tflops) * 1e12 * (2.0 if fp16_acc else 1.0)
+
     def efficiency(self, bits: float = 16.0, engine: Any = None) -> tuple[float, float, float]:
         """(eta_compute, eta_memory, overhead per layer s) of `factors`."""
         eta_c, eta_m, t_layer, _ = self.factors(bits, engine)

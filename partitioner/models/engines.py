@@ -30,6 +30,7 @@ class EngineSpec(Frozen):
     hop_overhead_ms: NonNegative = 0.0
     eta_compute_scale: Positive | dict[Literal["tensor", "inference", "fp32"], Positive] = 1.0  # or per compute class
     eta_memory_scale: Positive = 1.0
+    fp16_accumulate: bool = False  # GEMMs accumulate in fp16: GeForce tensor cores run at twice tensor_tflops
     source: str = ""
 
     def compute_scale(self, compute_class: str) -> float:
