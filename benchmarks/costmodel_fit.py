@@ -218,8 +218,7 @@ def fit(shared: Path) -> dict[str, object]:
     bdec = [r for r in bench if r.work.phase == "decode"]
     dec = fit_decode(bdec)
     eta_c = fit_compute([r for r in helix if r.work.phase == "prefill"])
-    eta_c.update({k: v for k, v in fit_compute([r for r in bench if r.work.phase == "prefill"
-                                                and r.spec.compute_kind == "fp32"]).items()})
+    eta_c.update(fit_compute([r for r in bench if r.work.phase == "prefill" and r.spec.compute_kind == "fp32"]))
     eta_m = {mt: {p: dec[(mt, p)][0] for p in (16, 4)} for mt in ("gddr", "hbm", "unified")}
     tok = {mt: {p: dec[(mt, p)][1] * 1e3 for p in (16, 4)} for mt in ("gddr", "hbm", "unified")}
     for table in (eta_m, tok):

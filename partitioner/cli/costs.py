@@ -19,14 +19,14 @@ def tables_to_json(tables: Any) -> dict[str, Any]:
     devices = [
         {"name": n, "gpu": g, "node": nd, "capacity_gb": float(c), "total_s": float(t)}
         for n, g, nd, c, t in zip(tables.device_names, tables.gpu_names, tables.node_names,
-                                  tables.capacity_gb, tables.cost.sum(axis=1))
+                                  tables.capacity_gb, tables.cost.sum(axis=1), strict=True)
     ]
     layers = [
-        {"index": l, "name": tables.layer_names[l], "kind": tables.kinds[l],
-         "params": float(tables.params[l]) if tables.params is not None else 0.0,
-         "memory_gb": float(tables.memory_gb[l]), "cut_bytes": float(tables.cut_bytes[l]),
-         "cost_s": {n: float(tables.cost[g, l]) for g, n in enumerate(tables.device_names)}}
-        for l in range(tables.L)
+        {"index": k, "name": tables.layer_names[k], "kind": tables.kinds[k],
+         "params": float(tables.params[k]) if tables.params is not None else 0.0,
+         "memory_gb": float(tables.memory_gb[k]), "cut_bytes": float(tables.cut_bytes[k]),
+         "cost_s": {n: float(tables.cost[g, k]) for g, n in enumerate(tables.device_names)}}
+        for k in range(tables.L)
     ]
     return {
         "model": tables.model_name, "devices": devices, "layers": layers,
@@ -45,10 +45,10 @@ def _layer_table(tables: Any) -> Any:
         table.add_column(col, justify="right" if col not in ("layer", "kind") else "left")
     for name in tables.device_names:
         table.add_column(name, justify="right")
-    for l in range(tables.L):
-        times = (f"{1e3 * tables.cost[g, l]:.4g}" for g in range(tables.G))
-        table.add_row(str(l), tables.layer_names[l], tables.kinds[l], f"{tables.memory_gb[l]:.4g}",
-                      f"{tables.cut_bytes[l]:.0f}", *times)
+    for k in range(tables.L):
+        times = (f"{1e3 * tables.cost[g, k]:.4g}" for g in range(tables.G))
+        table.add_row(str(k), tables.layer_names[k], tables.kinds[k], f"{tables.memory_gb[k]:.4g}",
+                      f"{tables.cut_bytes[k]:.0f}", *times)
     totals = (f"{1e3 * t:.4g}" for t in tables.cost.sum(axis=1))
     table.add_row("", "total", "", f"{tables.memory_gb.sum():.4g}", "", *totals, end_section=True)
     return table

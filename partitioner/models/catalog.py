@@ -7,7 +7,7 @@ there is no fuzzy matching.
 from __future__ import annotations
 
 import difflib
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ KINDS: tuple[str, ...] = ("gpus", "links", "models", "engines")
 _SINGULAR = {"gpus": "GPU", "links": "link", "models": "model", "engines": "engine"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(kind: str) -> dict[str, Any]:
     text = resources.files("partitioner.models").joinpath("presets", f"{kind}.yaml").read_text()
     data: dict[str, Any] = yaml.safe_load(text)
