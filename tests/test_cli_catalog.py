@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from partitioner.models import catalog
 from partitioner.cli import main
+from partitioner.models import catalog
 
 GPUS = ["rtx-5090", "rtx-5090-laptop", "rtx-4090", "rtx-3090", "rtx-3080", "gtx-1070", "p40", "t4", "l4",
         "l40s", "a10g", "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "mi300x"]

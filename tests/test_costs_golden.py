@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from partitioner.costs import build_tables
-from partitioner.costs import memory, roofline
+from partitioner.costs import build_tables, memory, roofline
 from partitioner.costs.roofline import Hardware, Shape, Work
 from partitioner.models import ClusterSpec, ModelSpec, catalog
 

@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from partitioner.costs.roofline import Hardware, precision_bytes as base_bytes
-from partitioner.models.engines import resolve_engine
 from partitioner.costs import build_tables
+from partitioner.costs.roofline import Hardware
+from partitioner.costs.roofline import precision_bytes as base_bytes
 from partitioner.models import ClusterSpec, ModelSpec
+from partitioner.models.engines import resolve_engine
 
 TWO_NODES = {
     "devices": [

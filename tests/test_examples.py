@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from partitioner.models.engines import resolve_engine
 from partitioner.costs import build_tables
 from partitioner.models import load_cluster, load_model
+from partitioner.models.engines import resolve_engine
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MODELS = sorted((EXAMPLES / "models").glob("*.yaml"))

@@ -7,13 +7,20 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from partitioner.models import catalog
-from partitioner.models.engines import resolve_engine
 from partitioner.costs import build_tables
 from partitioner.errors import ConfigError
 from partitioner.models import (
-    ClusterSpec, ModelSpec, load_cluster, load_model, with_device, with_link, with_phase, without_device,
+    ClusterSpec,
+    ModelSpec,
+    catalog,
+    load_cluster,
+    load_model,
+    with_device,
+    with_link,
+    with_phase,
+    without_device,
 )
+from partitioner.models.engines import resolve_engine
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
