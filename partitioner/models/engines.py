@@ -11,6 +11,7 @@ gives any of them is calibrated and ignores the engine's scales (costmodel.md "E
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Literal
 
 from partitioner.models import catalog
@@ -48,7 +49,11 @@ def resolve_engine(engine: str | EngineSpec | None) -> EngineSpec:
     """The EngineSpec of an id (None: generic); ValueError listing the valid ids if unknown."""
     if isinstance(engine, EngineSpec):
         return engine
-    key = DEFAULT_ENGINE if engine is None else str(engine)
+    return _preset(DEFAULT_ENGINE if engine is None else str(engine))
+
+
+@cache
+def _preset(key: str) -> EngineSpec:
     return EngineSpec.model_validate({"id": key, **catalog.require("engines", key)})
 
 
