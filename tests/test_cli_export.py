@@ -45,11 +45,10 @@ def test_export_vllm(tmp_path: Path) -> None:
         "# vLLM: pipeline rank k runs stage k (2 ranks, tensor parallel 1)\n"
         "# rank 0: device 'gpu0' (rtx-3090) on node 'box', decoder layers 0-2 + embedding\n"
         "# rank 1: device 'gpu1' (rtx-3090) on node 'box', decoder layers 3-5 + LM head\n"
-        "export CUDA_VISIBLE_DEVICES=0,1\n"
-        "export VLLM_PP_LAYER_PARTITION=3,3\n"
-        "--pipeline-parallel-size 2\n"
+        "# [1] on host 'box': serve (rank k = k-th visible GPU)\n"
+        "CUDA_VISIBLE_DEVICES=0,1 VLLM_PP_LAYER_PARTITION=3,3 vllm serve MODEL --pipeline-parallel-size 2 --tensor-parallel-size 1\n"
     )
-    assert r.stderr == ""
+    assert r.stderr == "warning: the plan has no model id (hf_id:); replace MODEL with the model to serve\n"
 
 
 def test_export_warnings_go_to_stderr(tmp_path: Path) -> None:
@@ -70,7 +69,7 @@ def test_export_strict_fails_when_target_cannot_express(tmp_path: Path) -> None:
     text = path.read_text().replace('"node": "box"', '"node": "other"', 1)
     path.write_text(text)
     r = CliRunner().invoke(main, ["export", str(path), "--to", "torchgpipe", "--strict"])
-    assert r.exit_code == 2
+    assert r.exit_code == 5  # STRICT_EXIT_CODES["cannot_express"]
     assert "error: torchgpipe cannot express this plan: torchgpipe runs in one process on one host" in r.stderr
     assert r.stdout == ""
 
@@ -90,5 +89,16 @@ def test_export_bad_inputs(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--device-id takes NAME=VALUE (got 'gpu0')" in r.stderr
     r = runner.invoke(main, ["export", str(plan_file(tmp_path)), "--to", "vllm", "--device-id", "gpu0=x"])
     assert r.exit_code == 2 and "ORDINAL must be an integer" in r.stderr
+    r = runner.invoke(main, ["export", str(plan_file(tmp_path)), "--to", "vllm", "--device-id", "gpu0=-1"])
+    assert r.exit_code == 2 and r.stderr == "error: --device-id ORDINAL must be an integer >= 0 (got gpu0=-1)\n"
+    for value, message in (
+        ("gpu1=n1", "error: --rpc-endpoint takes NAME=HOST:PORT (got gpu1=n1: no port)\n"),
+        ("gpu1=n1:0", "error: --rpc-endpoint PORT must be an integer in 1..65535 (got '0')\n"),
+        ("gpu1=n1:65536", "error: --rpc-endpoint PORT must be an integer in 1..65535 (got '65536')\n"),
+        ("gpu1=n1:x", "error: --rpc-endpoint PORT must be an integer in 1..65535 (got 'x')\n"),
+        ("gpu1=a;b:1", "error: --rpc-endpoint HOST must be a host name or IP address (got 'a;b')\n"),
+    ):
+        r = runner.invoke(main, ["export", str(plan_file(tmp_path)), "--to", "llamacpp", "--rpc-endpoint", value])
+        assert r.exit_code == 2 and r.stderr == message, (value, r.stderr)
     r = runner.invoke(main, ["export", str(plan_file(tmp_path)), "--to", "nope"])
     assert r.exit_code == 2 and "Invalid value for '--to'" in r.stderr

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("partitioner.cli.calibrate", "Turn measurements into stage times, rho and cost factors."),
     "costs": ("partitioner.cli.costs", "Per-layer, per-device time, memory and cut bytes."),
     "catalog": ("partitioner.cli.catalog", "List the shipped GPU, link and model presets."),
-    "schema": ("partitioner.cli.schema", "Print the JSON Schema of model or cluster files."),
+    "schema": ("partitioner.cli.schema", "Print the JSON Schema of model, cluster or plan files."),
 }
 
 

@@ -42,14 +42,15 @@ def plan(
     export: str | None,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
-    from partitioner.api import build_problem, solve_problem
+    from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
     from partitioner.result import PLAN_FORMAT
 
+    model, cluster = load_inputs(model_file, cluster_file)
     problem = build_problem(
-        model_file, cluster_file, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit
+        model, cluster, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit
     )
     progress = None if as_json else _progress_printer()
-    result = solve_problem(problem, solver, progress)
+    result = with_metadata(solve_problem(problem, solver, progress), model, cluster)
     if out:
         from partitioner.cli._output import safe_write
 
