@@ -82,3 +82,23 @@ def test_bad_address_and_unknown_node(tmp_path: Path) -> None:
     c.write_text(CLUSTER.replace("  A: {address", "  Z: {address"))
     r = CliRunner().invoke(main, ["plan", str(m), str(c)])
     assert r.exit_code == 2 and "Z" in r.stderr
+
+
+def test_deploy_vllm_example_reads_the_json(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    r = CliRunner().invoke(main, ["plan", str(root / "examples/models/qwen2.5-14b.yaml"), str(root / "examples/clusters/seed.yaml"),
+                                  "--engine", "vllm", "--out", str(tmp_path / "plan.json")])
+    assert r.exit_code == 0, r.output
+    run = subprocess.run([sys.executable, str(root / "examples/deploy_vllm.py"), str(tmp_path / "plan.json"), str(tmp_path / "deploy")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    names = sorted(p.name for p in (tmp_path / "deploy").iterdir())
+    assert names[0].startswith("01-") and names[-1].endswith(".sh") and len(names) >= 2
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    doc["feasible"] = False
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    run = subprocess.run([sys.executable, str(root / "examples/deploy_vllm.py"), str(tmp_path / "bad.json")], capture_output=True, text=True)
+    assert run.returncode == 3 and "infeasible" in run.stderr
