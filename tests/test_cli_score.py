@@ -10,7 +10,6 @@ from click.testing import CliRunner
 
 from partitioner.cli import main
 from partitioner.export import llamacpp
-
 from tests.test_plan_metadata import write
 
 

@@ -88,7 +88,7 @@ def test_vllm_ray_rank_order_matches_the_plan_exactly_when_expressible(seed: int
     used = [(f"{h}-g{k}", h, k) for h in hosts for k in range(rng.randint(1, 3))]
     rng.shuffle(used)
     if rng.random() < 0.5:  # half the time, a plan shaped like vLLM's order: grouped by node
-        used.sort(key=lambda u: [h for h in hosts].index(u[1]))
+        used.sort(key=lambda u: list(hosts).index(u[1]))
     order = [(d, h) for d, h, _ in used]
     doc = plan_of(order, n_dec=3 * len(order), hosts=hosts)
     ords = {d: k for d, _, k in used}

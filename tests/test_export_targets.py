@@ -112,8 +112,8 @@ def test_ordinals_inferred_from_names_with_a_warning() -> None:
 
 def test_ordinals_follow_the_cluster_listing_before_names() -> None:
     doc = ONE_HOST.to_dict()
-    for st, listed in zip(doc["stages"], (3, 2, 1, 0)):  # listed order disagrees with the names
-        st["ordinal"] = listed
+    for stage, listed in zip(doc["stages"], (3, 2, 1, 0), strict=True):  # listed order disagrees with the names
+        stage["ordinal"] = listed
     out = render(doc, "vllm")
     assert dict(out.steps[0].env)["CUDA_VISIBLE_DEVICES"] == "3,2,1,0"
 

@@ -67,8 +67,10 @@ def parse_endpoints(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--write-scripts", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Write one script per host, in run order, into this directory.")
 @click.option("--strict", is_flag=True, help="Fail (exit 3/5/6) if the plan is infeasible, not expressible or uses an unsupported GPU.")
-def export(plan_file: str, target: str, device_id: tuple[str, ...], rpc_endpoint: tuple[str, ...],
-           host: str | None, out_dir: str | None, strict: bool) -> None:
+def export(  # noqa: PLR0917 - one parameter per click option
+    plan_file: str, target: str, device_id: tuple[str, ...], rpc_endpoint: tuple[str, ...],
+    host: str | None, out_dir: str | None, strict: bool,
+) -> None:
     """Print PLAN.json (written by `partition plan --out`) as TARGET takes it."""
     from partitioner.export import render
     from partitioner.export.load import load_plan
@@ -92,7 +94,7 @@ def emit(result: object, *, strict: bool, host: str | None = None, out_dir: str 
         hosts = [s.host for s in result.steps]
         if host not in hosts:
             raise InputError(f"--host {host!r} runs nothing in this plan (hosts: {', '.join(dict.fromkeys(hosts)) or 'none'})")
-        groups = [text for (name, text), h in zip(scripts, _group_hosts(result)) if h == host]
+        groups = [text for (_, text), h in zip(scripts, _group_hosts(result), strict=True) if h == host]
         click.echo("".join(groups), nl=False)
     else:
         click.echo(result.text, nl=False)
@@ -104,7 +106,7 @@ def emit(result: object, *, strict: bool, host: str | None = None, out_dir: str 
             raise InputError(f"--write-scripts: {result.target} prints a snippet, not launch scripts")
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         paths = [check_writable(Path(out_dir) / name, inputs=inputs, marker=MARKER) for name, _ in scripts]
-        for path, (_, text) in zip(paths, scripts):
+        for path, (_, text) in zip(paths, scripts, strict=True):
             safe_write(path, text, inputs=inputs, marker=MARKER)
             path.chmod(0o755)
         click.echo(f"wrote {len(paths)} scripts to {out_dir}: run them in name order, each on its host", err=True)

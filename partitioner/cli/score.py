@@ -20,8 +20,10 @@ __all__ = ["score"]
 @click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print both plans as JSON.")
-def score(model_file: str, cluster_file: str, split: str | None, devices: str | None, layout_file: str | None,
-          M: int, regime: str, as_json: bool) -> None:
+def score(  # noqa: PLR0917 - one parameter per click option
+    model_file: str, cluster_file: str, split: str | None, devices: str | None, layout_file: str | None,
+    M: int, regime: str, as_json: bool,
+) -> None:
     """Score an engine's split (or a layout) and compare it with the optimal plan."""
     import json
 

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,7 +60,7 @@ def cuts_from_decoder_counts(t: CostTables, counts: Sequence[int]) -> tuple[int,
         seen += c
         cuts.append(decoders[seen - 1] + 1 if seen > 0 else decoders[0])
     cuts.append(t.L)
-    if any(a >= b for a, b in zip(cuts, cuts[1:], strict=False)):
+    if any(a >= b for a, b in itertools.pairwise(cuts)):
         raise InputError(f"the split {list(counts)} leaves a stage with no layers")
     return tuple(cuts)
 

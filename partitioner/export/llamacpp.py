@@ -60,7 +60,7 @@ def _endpoints(view: PlanView, given: Mapping[str, str]) -> tuple[dict[str, str]
 def _positions(names: list[str], actual: list[int], n_layer: int) -> list[str]:
     """'# CUDA0: positions a-b' comment lines of the replayed split."""
     lines, pos = [], 0
-    for name, n in zip(names, actual):
+    for name, n in zip(names, actual, strict=True):
         span = f"positions {pos}-{pos + n - 1}" if n else "no layers"
         out = " (the last is the output layer)" if n and pos + n - 1 == n_layer else ""
         lines.append(f"# {name}: {span}{out}")

@@ -15,15 +15,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from partitioner.errors import ConfigError
 from partitioner.export.view import HostView, PlanView, StageView
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 __all__ = ["load_plan", "parse_plan", "plan_json_schema"]
 
 
-def _models() -> tuple[type, type]:
+def _models() -> tuple[type[BaseModel], type[BaseModel]]:
     from pydantic import BaseModel, ConfigDict, Field
 
     class StageFile(BaseModel):
@@ -103,7 +106,7 @@ def parse_plan(data: Any, file: str | None = None) -> PlanView:
     if not isinstance(data, Mapping):
         raise ConfigError(f"a plan must be a JSON object (got {type(data).__name__})", file=file)
     try:
-        doc = PlanFile.model_validate(dict(data))
+        doc: Any = PlanFile.model_validate(dict(data))
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ConfigError(err["msg"], file=file, location=_location(tuple(err["loc"]))) from None

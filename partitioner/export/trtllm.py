@@ -75,7 +75,7 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
                 f"TensorRT-LLM places gpus_per_node consecutive ranks on each node, but the plan has "
                 f"{per_node} consecutive stages on nodes {[n for n, _ in node_runs(view)]}"
             )
-        hosts = ",".join(f"{view.address(n) or n}:{k}" for n, k in zip(view.nodes, per_node))
+        hosts = ",".join(f"{view.address(n) or n}:{k}" for n, k in zip(view.nodes, per_node, strict=True))
         warnings.append("multi-node TensorRT-LLM runs under MPI: the mpirun line assumes passwordless ssh and the same paths on every host")
         mpi = ["mpirun", "-H", hosts, "-n", str(view.S), "trtllm-llmapi-launch", *argv]
         steps = [Step(head, tuple(mpi), (), "serve from the first node (MPI starts one rank per GPU, node by node)", (OPTIONS_FILE, yaml_text))]

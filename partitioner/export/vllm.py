@@ -22,6 +22,7 @@ commit 016b964):
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 
 from partitioner.export.base import Export, ends_cannot_express, plan_warnings, unsupported_gpus
@@ -82,7 +83,7 @@ def _assumed_ties(view: PlanView) -> list[str]:
     count = {n: sum(1 for st in view.stages if st.node == n) for n in view.nodes}
     out = []
     others = [n for n in view.nodes if n != head]
-    for a, b in zip(others, others[1:]):
+    for a, b in itertools.pairwise(others):
         if count[a] == count[b] and (view.address(a) is None or view.address(b) is None):
             out.append(f"{a!r} before {b!r}")
     return out
@@ -134,7 +135,7 @@ def render_vllm(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Ex
         env = (("CUDA_VISIBLE_DEVICES", visible), ("VLLM_PP_LAYER_PARTITION", partition))
         steps.append(Step(head, tuple(serve + flags), env, "serve (rank k = k-th visible GPU)"))
     else:
-        steps, more = _ray_steps(view, ords, serve + ["--distributed-executor-backend", "ray"] + flags, partition)
+        steps, more = _ray_steps(view, ords, [*serve, "--distributed-executor-backend", "ray", *flags], partition)
         warnings += more[0]
         cannot += more[1]
     for s, c in enumerate(view.decoder_counts):
