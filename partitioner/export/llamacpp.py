@@ -106,7 +106,7 @@ def render(
     if remote:  # before --device: --device names are resolved while the arguments are parsed
         argv += ["--rpc", ",".join(eps[st.device] for st in remote)]
     argv += ["--device", ",".join(names), "-fit", "off"]
-    argv += _context_flags(view)
+    argv += _context_flags(view, warnings)
     steps.append(Step(head, tuple(argv), (), "serve (after every rpc-server is up)"))
     header = [f"llama.cpp: layer split over {len(kept)} devices in pipeline order (n_layer {n_layer} + output)"]
     header += [line[2:] for line in _positions(names, actual, n_layer)]
@@ -121,7 +121,7 @@ def _model_path(view: PlanView, warnings: list[str]) -> str:
     return "MODEL.gguf"
 
 
-def _context_flags(view: PlanView) -> list[str]:
+def _context_flags(view: PlanView, warnings: list[str]) -> list[str]:
     """-c is the context of all slots together; -np slots (llama-server server-context.cpp: n_ctx / n_parallel each)."""
     w = launchable(view)
     slots = w.max_sequences or 1
@@ -130,4 +130,6 @@ def _context_flags(view: PlanView) -> list[str]:
         out += ["-np", str(slots)]
     if w.kv_cache == "int8":
         out += ["-ctk", "q8_0", "-ctv", "q8_0"]
+    elif w.kv_cache not in (None, "bf16", "fp16"):
+        warnings.append(f"llama.cpp has no {w.kv_cache} KV cache type (-ctk/-ctv take f16, q8_0, q4_0, ...); it keeps f16")
     return out
