@@ -48,12 +48,28 @@ def brute(problem: Problem, engine: str, address: dict[str, str]) -> tuple[float
 
 
 @pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_restricted_plan_equals_brute_force(seed: int, engine: str) -> None:
+    rng = random.Random(seed)
+    t = tables(seed)
+    problem = Problem(t, M=rng.choice([1, 4, 8]), regime=rng.choice(["async", "blocking"]), objective=rng.choice(["balanced", "throughput", "makespan"]))
+    names = sorted(set(t.node_names))
+    address = dict(zip(names, (f"10.0.0.{k}" for k in rng.sample(range(1, 20), len(names))), strict=True)) if seed % 2 else {}
+    want = brute(problem, engine, address)
+    sol = engine_order.solve(problem, engine, address=address)
+    assert engine_order.realisable(engine, t, sol.devices, address)
+    assert sol.optimal and lex_compare(objective_key(problem, evaluate(problem, sol.devices, sol.cuts)), want) == 0  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_restricted_plan_against_brute_force(seed: int, engine: str) -> None:
+def test_covering_fallback_gives_a_valid_bound(seed: int, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine_order, "_sequence_count", lambda *a: engine_order.MAX_SUBPROBLEMS + 1)
     rng = random.Random(seed)
     t = tables(seed)
     problem = Problem(t, M=rng.choice([1, 4, 8]), regime=rng.choice(["async", "blocking"]), objective=rng.choice(["balanced", "throughput"]))
-    address = {n: f"10.0.0.{rng.randint(1, 9)}" for n in set(t.node_names)} if seed % 2 else {}
+    names = sorted(set(t.node_names))
+    address = dict(zip(names, (f"10.0.0.{k}" for k in rng.sample(range(1, 20), len(names))), strict=True)) if seed % 2 else {}
     want = brute(problem, engine, address)
     assert want is not None
     sol = engine_order.solve(problem, engine, address=address)
@@ -81,10 +97,17 @@ def test_vllm_restriction_changes_the_plan_when_ray_would_reorder() -> None:
     assert lex_compare(sol.objective, brute(problem, "vllm", {})) == 0  # type: ignore[arg-type]
 
 
-def test_most_restricted_plans_are_proven() -> None:
-    proven = 0
-    for seed in range(12):
-        t = tables(seed)
-        sol = engine_order.solve(Problem(t, M=4), "vllm")
-        proven += sol.optimal
-    assert proven >= 6  # the bound is tight on most small instances (a loose bound would show here)
+def test_forced_subproblem_uses_every_device() -> None:
+    t = tables(0)
+    problem = Problem(t, M=4, objective="makespan")  # the links are in the first component
+    seq = (3, 0, 1)
+    sub_problem, big = engine_order.forced(problem, seq)
+    sol = __import__("partitioner.solvers", fromlist=["solve"]).solve(sub_problem, "dp")
+    assert sol.devices == (0, 1, 2) and sol.objective[0] < big / 2
+    # and it is the best split over cut points of the whole sequence (brute force over the cuts)
+    best = min(
+        (objective_key(problem, evaluate(problem, seq, (0, *c, problem.L))) for c in itertools.combinations(range(1, problem.L), 2)
+         if evaluate(problem, seq, (0, *c, problem.L)).fits),
+        key=lambda k: k,
+    )
+    assert lex_compare(objective_key(problem, evaluate(problem, seq, sol.cuts)), best) == 0

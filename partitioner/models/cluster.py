@@ -221,9 +221,14 @@ class ClusterSpec(Frozen):
                 )
         names = tuple(seen)
         known_nodes = tuple(dict.fromkeys(dev.node for dev in self.devices))
-        for node in self.nodes:
+        owner: dict[str, str] = {}
+        for node, spec in self.nodes.items():
             if node not in known_nodes:
                 raise LocatedValueError(("nodes", node), catalog.unknown_message("node", node, known_nodes))
+            if spec.address is not None and spec.address in owner:  # vLLM: "Every node should have a unique IP address"
+                raise LocatedValueError(("nodes", node, "address"), f"{spec.address!r} is also the address of node {owner[spec.address]!r}")
+            if spec.address is not None:
+                owner[spec.address] = node
         for i, pair in enumerate(self.pairs):
             for key, value in (("from", pair.from_), ("to", pair.to)):
                 if value not in seen:

@@ -3,17 +3,22 @@
 An engine does not run every device order: vLLM's Ray executor ranks the GPUs of several
 hosts by (driver's node first, nodes with fewer workers, IP string) and by ascending GPU id
 within a node; SGLang and TensorRT-LLM need the same number of consecutive stages on every
-node (rules and sources: partitioner/export/vllm.py, sglang.py, trtllm.py). This wrapper
-never edits a solver. It solves the problem as given; if that plan is realisable it is the
-answer (the restricted optimum cannot be better). Otherwise it enumerates orders that cover
-every realisable plan as a subsequence (every order of one node's devices; vLLM: a driver
-node then a permutation of the other nodes, each node's devices by ascending ordinal; SGLang/TensorRT-LLM: node permutations and
-per-node device permutations), solves each as a fixed-order sub-problem with
-`partitioner.solvers.solve`, keeps the best realisable answer and reports the minimum over
-the sub-problems as the lower bound: the plan is proven optimal when the two agree, else
-`optimal=False` with that bound (a sub-problem's best subsequence may itself not be
-realisable). A device's ordinal is its position among its node's devices in the cluster file
-(the export default).
+node (rules and sources: partitioner/export/vllm.py, sglang.py, trtllm.py). This wrapper never
+edits a solver. It solves the problem as given; if that plan is realisable it is the answer
+(the restricted optimum cannot be better). Otherwise it enumerates every realisable device
+sequence (`realisable_sequences`) and solves each as a fixed-order sub-problem with
+`partitioner.solvers.solve` in which every device must be used (`forced`): layer 0 may only
+go to the first device, layer L-1 only to the last, and a link that skips a device costs
+`BIG`. Objectives whose first component contains the links (makespan; blocking throughput)
+then optimise over cut points of the whole sequence. A tau-first objective may still skip a
+slow device (BIG links do not reach tau); such a sequence's optimum is no better than the
+skipping plan in the first component; its cuts are then enumerated and scored exactly
+(`_whole_sequence`, up to MAX_CUTS cut sets), and beyond that it is reported as not proven
+with that bound unless it cannot beat the best plan's first component. When
+there are more than `MAX_SUBPROBLEMS` sequences, it falls back to orders that cover every
+realisable plan as a subsequence and reports the minimum over those sub-problems as a lower
+bound (optimal only when the best launchable plan meets it). A device's ordinal is its
+position among its node's devices in the cluster file (the export default).
 """
 
 from __future__ import annotations
@@ -24,12 +29,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from partitioner.errors import InfeasibleError, InputError
-from partitioner.problem import CostTables, Problem, Solution, lex_compare
+import numpy as np
 
-__all__ = ["ENGINE_RULES", "MAX_SUBPROBLEMS", "realisable", "candidate_orders", "restrict", "solve", "unsupported_devices"]
+from partitioner.problem import CostTables, Problem, Solution, evaluate, lex_compare, objective_key
+
+__all__ = [
+    "ENGINE_RULES", "MAX_SUBPROBLEMS", "realisable", "realisable_sequences", "candidate_orders", "restrict", "forced",
+    "solve", "unsupported_devices",
+]
 
 ENGINE_RULES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp", "generic")
-MAX_SUBPROBLEMS = 5040
+MAX_SUBPROBLEMS = 20000
 
 
 def _ordinal(t: CostTables, g: int) -> int:
@@ -102,6 +112,82 @@ def candidate_orders(engine: str, t: CostTables) -> Iterator[list[int]]:
             yield [g for block in inner for g in block]
 
 
+def _subsets(devices: Sequence[int]) -> list[tuple[int, ...]]:
+    return [c for r in range(1, len(devices) + 1) for c in itertools.combinations(devices, r)]
+
+
+def _elementary(weights: Sequence[int]) -> list[int]:
+    """e_0..e_N: sums over k-subsets of the product of their weights."""
+    e = [1] + [0] * len(weights)
+    for w in weights:
+        for k in range(len(weights), 0, -1):
+            e[k] += e[k - 1] * w
+    return e
+
+
+def _sequence_count(engine: str, groups: Mapping[str, list[int]], L: int) -> int:
+    """How many sequences `realisable_sequences` yields (before the L cap), in closed form."""
+    sizes = [len(v) for v in groups.values()]
+    total = sum(math.perm(n, j) for n in sizes for j in range(1, min(n, L) + 1))
+    if engine == "vllm":
+        e = _elementary([2**n - 1 for n in sizes])
+        return total + sum(k * e[k] for k in range(2, len(sizes) + 1))
+    for c in range(1, max(sizes) + 1):
+        e = _elementary([math.perm(n, c) for n in sizes])
+        total += sum(math.factorial(k) * e[k] for k in range(2, len(sizes) + 1))
+    return total
+
+
+def realisable_sequences(engine: str, t: CostTables, address: Mapping[str, str] | None = None) -> Iterator[tuple[int, ...]]:
+    """Every device sequence of at most L devices that `engine` launches as stage order."""
+    groups, L = _by_node(t), t.L
+    addr = dict(address or {})
+    for devs in groups.values():  # one host: any order
+        for j in range(1, min(len(devs), L) + 1):
+            yield from itertools.permutations(devs, j)
+    names = list(groups)
+    for k in range(2, len(names) + 1):
+        for used in itertools.combinations(names, k):
+            if engine == "vllm":
+                for choice in itertools.product(*(_subsets(groups[n]) for n in used)):
+                    if sum(map(len, choice)) > L:
+                        continue
+                    chosen = dict(zip(used, choice, strict=True))
+                    for head in used:
+                        rest = sorted((n for n in used if n != head), key=lambda n: (len(chosen[n]), addr.get(n, n)))
+                        yield tuple(g for n in (head, *rest) for g in chosen[n])
+            else:
+                top = min(len(groups[n]) for n in used)
+                for c in range(1, min(top, L // k) + 1):
+                    for perm in itertools.permutations(used):
+                        for inner in itertools.product(*(itertools.permutations(groups[n], c) for n in perm)):
+                            yield tuple(g for block in inner for g in block)
+
+
+def forced(problem: Problem, order: Sequence[int]) -> tuple[Problem, float]:
+    """The fixed-order sub-problem on `order` in which every device must hold a stage, and BIG.
+
+    Layer 0 costs BIG on every device but the first, layer L-1 on every device but the last,
+    and a link from position i to any position but i+1 has latency BIG: a plan of finite
+    cost then uses the whole sequence, and its cost is the real one.
+    """
+    sub = restrict(problem, order)
+    t = sub.tables
+    finite = np.isfinite(t.latency_s)
+    big = 1e6 * (float(np.sum(t.cost)) + float(np.sum(t.latency_s[finite])) + 1.0)
+    cost = np.array(t.cost, dtype=float)
+    latency = np.array(t.latency_s, dtype=float)
+    k = len(order)
+    if k > 1:
+        cost[1:, 0] = big
+        cost[:-1, t.L - 1] = big
+        for i in range(k):
+            for j in range(k):
+                if j != i + 1:
+                    latency[i, j] = big
+    return replace(sub, tables=replace(t, cost=cost, latency_s=latency)), big
+
+
 def restrict(problem: Problem, order: Sequence[int]) -> Problem:
     """The fixed-order sub-problem on devices `order` (in that order)."""
     t, idx = problem.tables, list(order)
@@ -139,8 +225,96 @@ def solve(
             "so that the planner may reorder devices"
         )
     groups = _by_node(problem.tables)
+    if _sequence_count(engine, groups, problem.L) <= MAX_SUBPROBLEMS:
+        return _exact(problem, engine, solver, address, keep)
+    return _covered(problem, engine, solver, address, keep, base)
+
+
+def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int]) -> Solution:
+    """The best realisable plan: every realisable sequence solved with all of its devices used."""
+    from partitioner import solvers
+
+    best: Solution | None = None
+    exact = True
+    doubts: list[float] = []  # first objective component of sequences whose forced solve skipped a device
+    allowed = set(keep)
+    seen: set[bytes] = set()
+    t = problem.tables
+    for seq in realisable_sequences(engine, problem.tables, address):
+        if not set(seq) <= allowed:
+            continue
+        idx = list(seq)
+        signature = b"|".join(a.tobytes() for a in (
+            t.cost[idx], t.capacity_gb[idx], t.latency_s[idx][:, idx], t.bandwidth_Bps[idx][:, idx]))
+        if signature in seen:  # interchangeable devices: the same sub-problem scores the same
+            continue
+        seen.add(signature)
+        sub_problem, big = forced(problem, seq)
+        try:
+            sub = solvers.solve(sub_problem, solver)
+        except InfeasibleError:
+            continue
+        exact = exact and sub.optimal
+        if len(sub.devices) != len(seq) or sub.objective[0] >= big / 2:
+            # BIG links reach sigma and T but not tau: a tau-first objective may still skip a slow
+            # device; every plan using the whole sequence is then no better in the first component
+            if sub.objective[0] < big / 2:
+                whole = _whole_sequence(problem, seq)
+                if whole is None:
+                    doubts.append(sub.objective[0])
+                elif whole.cuts and (best is None or lex_compare(whole.objective, best.objective) < 0):
+                    best = replace(sub, devices=whole.devices, cuts=whole.cuts, objective=whole.objective)
+            continue
+        devices = tuple(seq[i] for i in sub.devices)
+        key = objective_key(problem, evaluate(problem, devices, sub.cuts))
+        if best is None or lex_compare(key, best.objective) < 0:
+            best = replace(sub, devices=devices, objective=key)
+    if best is None:
+        if doubts:
+            return _covered(problem, engine, solver, address, keep, solvers.solve(problem, solver))
+        raise InfeasibleError(f"no plan that {engine} can launch fits the devices")
+    top = best.objective[0]
+    open_doubts = [x for x in doubts if x <= top * (1 + 1e-9) + 1e-12]
+    proven = exact and not open_doubts
+    lower = min([top, *open_doubts])
+    return replace(best, solver=f"{best.solver}+{engine}-order", optimal=proven,
+                   lower_bound=top if proven else lower, status="OPTIMAL" if proven else "FEASIBLE")
+
+
+MAX_CUTS = 20000
+
+
+def _whole_sequence(problem: Problem, seq: Sequence[int]) -> Solution | None:
+    """The best cuts using every device of `seq`, by enumerating them (None: more than MAX_CUTS;
+    a Solution without cuts: none fits)."""
+    L, k = problem.L, len(seq)
+    if math.comb(L - 1, k - 1) > MAX_CUTS:
+        return None
+    best: tuple[tuple[float, ...], tuple[int, ...]] | None = None
+    for inner in itertools.combinations(range(1, L), k - 1):
+        cuts = (0, *inner, L)
+        m = evaluate(problem, tuple(seq), cuts)
+        if m.fits:
+            key = objective_key(problem, m)
+            if best is None or lex_compare(key, best[0]) < 0:
+                best = (key, cuts)
+    if best is None:
+        return Solution(tuple(seq), (), "enumerate", True, (), 0.0)
+    return Solution(tuple(seq), best[1], "enumerate", True, best[0], best[0][0])
+
+
+def _covered(
+    problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int], base: Solution,
+) -> Solution:
+    """Too many sequences: orders covering every realisable plan, with a lower bound."""
+    from partitioner import solvers
+
+    groups = _by_node(problem.tables)
     if _count(engine, groups) > MAX_SUBPROBLEMS:
-        raise InputError(f"--engine {engine}: {_count(engine, groups)} device orders to search (limit {MAX_SUBPROBLEMS})")
+        raise InputError(
+            f"--engine {engine}: {_count(engine, groups)} device orders to search (limit {MAX_SUBPROBLEMS}); "
+            f"list the devices in an order {engine} launches and plan with --order fixed"
+        )
     best: Solution | None = None
     bound_key: tuple[float, ...] | None = None  # min over sub-problems of their (exact) optima
     bound, exact = math.inf, True
