@@ -28,9 +28,9 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
-from partitioner.errors import InfeasibleError, InputError
 import numpy as np
 
+from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, Solution, evaluate, lex_compare, objective_key
 
 __all__ = [
@@ -227,7 +227,7 @@ def solve(
     groups = _by_node(problem.tables)
     if _sequence_count(engine, groups, problem.L) <= MAX_SUBPROBLEMS:
         return _exact(problem, engine, solver, address, keep)
-    return _covered(problem, engine, solver, address, keep, base)
+    return _covered(problem, engine, solver, address, keep, base=base)
 
 
 def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int]) -> Solution:
@@ -271,7 +271,7 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
             best = replace(sub, devices=devices, objective=key)
     if best is None:
         if doubts:
-            return _covered(problem, engine, solver, address, keep, solvers.solve(problem, solver))
+            return _covered(problem, engine, solver, address, keep, base=solvers.solve(problem, solver))
         raise InfeasibleError(f"no plan that {engine} can launch fits the devices")
     top = best.objective[0]
     open_doubts = [x for x in doubts if x <= top * (1 + 1e-9) + 1e-12]
@@ -304,7 +304,7 @@ def _whole_sequence(problem: Problem, seq: Sequence[int]) -> Solution | None:
 
 
 def _covered(
-    problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int], base: Solution,
+    problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int], *, base: Solution,
 ) -> Solution:
     """Too many sequences: orders covering every realisable plan, with a lower bound."""
     from partitioner import solvers
