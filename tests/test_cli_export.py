@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -102,3 +103,52 @@ def test_export_bad_inputs(tmp_path: Path) -> None:
         assert r.exit_code == 2 and r.stderr == message, (value, r.stderr)
     r = runner.invoke(main, ["export", str(plan_file(tmp_path)), "--to", "nope"])
     assert r.exit_code == 2 and "Invalid value for '--to'" in r.stderr
+
+
+def two_host_plan(tmp_path: Path, gpu: str = "rtx-3090", feasible: bool = True) -> Path:
+    from tests.test_export_launch import plan_of
+
+    doc = plan_of([("a0", "A"), ("b0", "B")], gpus={"a0": "rtx-3090", "b0": gpu}, hosts={"A": "10.0.0.1", "B": "10.0.0.2"})
+    doc["feasible"] = feasible
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_host_option_prints_that_hosts_script(tmp_path: Path) -> None:
+    path = two_host_plan(tmp_path)
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--host", "B"])
+    assert r.exit_code == 0
+    assert r.stdout.startswith("#!/usr/bin/env bash\n") and "ray start --address 10.0.0.1:6379" in r.stdout
+    assert "vllm serve" not in r.stdout
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--host", "Z"])
+    assert r.exit_code == 2 and "--host 'Z' runs nothing in this plan (hosts: A, B)" in r.stderr
+
+
+def test_write_scripts_in_run_order_and_never_over_user_files(tmp_path: Path) -> None:
+    path = two_host_plan(tmp_path)
+    out = tmp_path / "deploy"
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--write-scripts", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["01-A.sh", "02-B.sh", "03-A.sh"]
+    assert "vllm serve" in (out / "03-A.sh").read_text()
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--write-scripts", str(out)])
+    assert r.exit_code == 0  # its own scripts are replaced
+    (out / "02-B.sh").write_text("my own script\n")
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--write-scripts", str(out)])
+    assert r.exit_code == 2 and (out / "02-B.sh").read_text() == "my own script\n"
+    r = CliRunner().invoke(main, ["export", str(path), "--to", "megatron", "--write-scripts", str(out)])
+    assert r.exit_code == 2 and "prints a snippet, not launch scripts" in r.stderr
+
+
+def test_strict_exit_codes(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["export", str(two_host_plan(tmp_path)), "--to", "vllm", "--strict"])
+    assert r.exit_code == 0
+    r = CliRunner().invoke(main, ["export", str(two_host_plan(tmp_path, gpu="gtx-1070")), "--to", "vllm", "--strict"])
+    assert r.exit_code == 6 and "vLLM needs 7.0" in r.stderr and r.stdout == ""
+    r = CliRunner().invoke(main, ["export", str(two_host_plan(tmp_path, gpu="gtx-1070")), "--to", "llamacpp", "--strict"])
+    assert r.exit_code == 0  # llama.cpp runs Pascal
+    r = CliRunner().invoke(main, ["export", str(two_host_plan(tmp_path, feasible=False)), "--to", "vllm", "--strict"])
+    assert r.exit_code == 3 and "infeasible" in r.stderr
+    r = CliRunner().invoke(main, ["export", str(two_host_plan(tmp_path, gpu="gtx-1070")), "--to", "vllm"])
+    assert r.exit_code == 0 and "unsupported gpu: stage 1" in r.stderr  # without --strict: reported, exit 0

@@ -111,3 +111,21 @@ def test_forced_subproblem_uses_every_device() -> None:
         key=lambda k: k,
     )
     assert lex_compare(objective_key(problem, evaluate(problem, seq, sol.cuts)), best) == 0
+
+
+def test_plan_engine_flag_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from click.testing import CliRunner
+
+    from partitioner.cli import main
+    from partitioner.export import render
+
+    out = tmp_path / "plan.json"
+    r = CliRunner().invoke(main, ["plan", "examples/models/qwen2.5-14b.yaml", "examples/clusters/seed.yaml", "--engine", "vllm",
+                                  "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert "gtx-1070" not in [s["gpu"] for s in doc["stages"]] and "leaves out 'node03-1070'" in r.stderr
+    exported = render(doc, "vllm")
+    assert exported.problems() == [] and doc["optimal"]
