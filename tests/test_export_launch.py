@@ -226,3 +226,24 @@ def test_scripts_pass_bash_and_run_the_intended_argv_with_hostile_names(target: 
         assert f"{nodes[0]}:{port}" in args  # the head's (hostile) name reaches its argument intact
     if target == "llamacpp":
         assert f"{nodes[1]}:50052,{nodes[2]}:50052" in args  # one rpc-server per remote node
+
+
+def test_world_size_is_pp_times_tp_in_every_launch() -> None:
+    # vLLM/SGLang/TensorRT-LLM check world_size == pp * tp (tp 1 here): the GPUs handed out must equal S
+    doc = plan_of([("a0", "A"), ("b0", "B"), ("b1", "B")], hosts={"A": "10.0.0.1", "B": "10.0.0.2"})
+    ords = {"a0": 0, "b0": 0, "b1": 1}
+    out = render(doc, "vllm", ordinals=ords)
+    assert sum(int(s.argv[s.argv.index("--num-gpus") + 1]) for s in out.steps if s.argv[:2] == ("ray", "start")) == 3
+    serve = out.steps[-1].argv
+    assert serve[serve.index("--pipeline-parallel-size") + 1] == "3" and serve[serve.index("--tensor-parallel-size") + 1] == "1"
+    even = plan_of([("a0", "A"), ("a1", "A"), ("b0", "B"), ("b1", "B")], hosts={"A": "10.0.0.1", "B": "10.0.0.2"})
+    trt = render(even, "trtllm", ordinals={"a0": 0, "a1": 1, "b0": 0, "b1": 1}).steps[0].argv
+    assert trt[trt.index("-n") + 1] == "4" and trt[trt.index("-H") + 1] == "10.0.0.1:2,10.0.0.2:2"
+
+
+def test_rpc_endpoint_for_a_device_that_is_not_remote() -> None:
+    from partitioner.errors import InputError
+
+    doc = plan_of([("a0", "A"), ("b0", "B")])
+    with pytest.raises(InputError, match="not remote stages of the plan: 'a0'"):
+        render(doc, "llamacpp", endpoints={"a0": "h:1"})

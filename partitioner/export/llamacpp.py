@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from partitioner.errors import InputError
 from partitioner.export.base import Export, plan_warnings, unsupported_gpus
 from partitioner.export.devices import cuda_ordinals
 from partitioner.export.shell import Step, listing
@@ -44,6 +45,13 @@ def replay(tensor_split: list[int], n_layer: int) -> list[int]:
 
 def _endpoints(view: PlanView, given: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     head = view.stages[0].node
+    remote = {st.device for st in view.stages if st.node != head}
+    unknown = sorted(set(given) - remote)
+    if unknown:
+        raise InputError(
+            f"--rpc-endpoint names devices that are not remote stages of the plan: {', '.join(map(repr, unknown))} "
+            f"(remote: {', '.join(sorted(remote)) or 'none'})"
+        )
     out: dict[str, str] = {}
     defaulted: list[str] = []
     for node in view.nodes:
