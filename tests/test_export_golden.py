@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from partitioner.export import TARGETS, render
-
 from tests.test_export_launch import plan_of
 
 GOLDEN = Path(__file__).parent / "data" / "golden_exports"
