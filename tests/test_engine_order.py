@@ -129,3 +129,20 @@ def test_plan_engine_flag_end_to_end(tmp_path) -> None:  # type: ignore[no-untyp
     assert "gtx-1070" not in [s["gpu"] for s in doc["stages"]] and "leaves out 'node03-1070'" in r.stderr
     exported = render(doc, "vllm")
     assert exported.problems() == [] and doc["optimal"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_gpu_per_node_vllm_is_exact(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    G, L = 4, 5
+    lat = rng.uniform(0.0, 0.5, size=(G, G))
+    t = CostTables(
+        cost=np.outer(rng.uniform(0.5, 3.0, size=G), rng.uniform(0.5, 1.5, size=L)), memory_gb=np.ones(L),
+        cut_bytes=np.zeros(L), capacity_gb=rng.integers(2, 5, size=G).astype(float), latency_s=lat,
+        bandwidth_Bps=np.full((G, G), np.inf), layer_names=tuple(f"l{i}" for i in range(L)),
+        device_names=tuple(f"d{g}" for g in range(G)), gpu_names=("t4",) * G, node_names=("n3", "n1", "n2", "n0"),
+    )
+    problem = Problem(t, M=4, objective="balanced")
+    sol = engine_order.solve(problem, "vllm")
+    assert sol.optimal and engine_order.realisable("vllm", t, sol.devices, {})
+    assert lex_compare(objective_key(problem, evaluate(problem, sol.devices, sol.cuts)), brute(problem, "vllm", {})) == 0  # type: ignore[arg-type]

@@ -225,6 +225,8 @@ def solve(
             "so that the planner may reorder devices"
         )
     groups = _by_node(problem.tables)
+    if engine == "vllm" and all(sum(1 for g in devs if g in keep) <= 1 for devs in groups.values()):
+        return _one_gpu_per_node(problem, solver, address, keep)
     if _sequence_count(engine, groups, problem.L) <= MAX_SUBPROBLEMS:
         return _exact(problem, engine, solver, address, keep)
     return _covered(problem, engine, solver, address, keep, base=base)
@@ -282,6 +284,31 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
 
 
 MAX_CUTS = 20000
+
+
+def _one_gpu_per_node(problem: Problem, solver: str, address: Mapping[str, str] | None, keep: Sequence[int]) -> Solution:
+    """vLLM with one GPU per node: the driver's, then the others by IP string. Every subsequence of
+    such an order is one Ray realises, so one fixed-order solve per driver is exact."""
+    from partitioner import solvers
+
+    addr = dict(address or {})
+    t = problem.tables
+    best: Solution | None = None
+    exact = True
+    for head in keep:
+        rest = sorted((g for g in keep if g != head), key=lambda g: addr.get(t.node_names[g], t.node_names[g]))
+        order = [head, *rest]
+        try:
+            sub = solvers.solve(restrict(problem, order), solver)
+        except InfeasibleError:
+            continue
+        exact = exact and sub.optimal
+        devices = tuple(order[i] for i in sub.devices)
+        if best is None or lex_compare(sub.objective, best.objective) < 0:
+            best = replace(sub, devices=devices)
+    if best is None:
+        raise InfeasibleError("no plan that vllm can launch fits the devices")
+    return replace(best, solver=f"{best.solver}+vllm-order", optimal=exact, lower_bound=best.objective[0] if exact else best.lower_bound)
 
 
 def _whole_sequence(problem: Problem, seq: Sequence[int]) -> Solution | None:
