@@ -54,6 +54,8 @@ def plan(
     )
     progress = None if as_json else _progress_printer()
     engine = engine or (export if export in ("vllm", "sglang", "trtllm", "llamacpp") else None)
+    if engine and engine != "generic" and solver not in ("auto", "dp", "cpsat", "brute"):
+        click.echo(f"note: --solver {solver} replays an engine's own split; --engine {engine} does not restrict it", err=True)
     if engine and engine != "generic" and solver in ("auto", "dp", "cpsat", "brute"):
         from partitioner.result import Plan
         from partitioner.solvers import engine_order
