@@ -102,3 +102,18 @@ def test_deploy_vllm_example_reads_the_json(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     run = subprocess.run([sys.executable, str(root / "examples/deploy_vllm.py"), str(tmp_path / "bad.json")], capture_output=True, text=True)
     assert run.returncode == 3 and "infeasible" in run.stderr
+
+
+def test_model_id_of_an_hf_config_model_is_its_directory(tmp_path: Path) -> None:
+    from partitioner.metadata import plan_metadata
+    from partitioner.models import load_cluster, load_model
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    root = Path(__file__).resolve().parents[1]
+    (folder / "config.json").write_text((root / "examples/models/qwen2.5-7b.config.json").read_text())
+    (folder / "model.yaml").write_text("hf_config: config.json\n")
+    meta = plan_metadata(load_model(folder / "model.yaml"), load_cluster(root / "examples/clusters/seed.yaml"))
+    assert meta["model_id"] == str(folder)
+    (folder / "model.yaml").write_text("hf_config: config.json\nhf_id: Qwen/Qwen2.5-7B\n")
+    assert plan_metadata(load_model(folder / "model.yaml"), load_cluster(root / "examples/clusters/seed.yaml"))["model_id"] == "Qwen/Qwen2.5-7B"
