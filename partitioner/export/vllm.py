@@ -16,6 +16,10 @@ commit 016b964):
   expressible iff the replay equals its stage order (`ray_realises`). Rank = pp_rank * tp + tp_rank.
   The IP string is the node's `address:` from cluster.yaml; where it is missing the node
   name stands in for it, and every tie it breaks is reported as an assumption.
+- The multiprocessing executor across hosts (`--nnodes`) is not used: it asserts
+  `world_size % nnodes_within_dp == 0` and gives every node `local_world_size` consecutive
+  ranks (`vllm/v1/executor/multiproc_executor.py::MultiprocExecutor._get_parallel_sizes`),
+  i.e. the same number of GPUs on every node, which heterogeneous plans rarely have.
 - Minimum compute capability 7.0 (docs/getting_started/installation/gpu.cuda.inc.md,
   "GPU: compute capability 7.0 or higher", v0.14 docs).
 """
