@@ -1,30 +1,55 @@
-"""A deploy script: plan a model on a mixed cluster and print the vLLM launch it would use.
+"""Deploy script: read plan.json (the JSON contract), check it, print or write the vLLM scripts.
 
-It launches nothing. Run from the repository root:
+    partition plan MODEL.yaml CLUSTER.yaml --engine vllm --out plan.json
+    python examples/deploy_vllm.py plan.json              # print the launch listing
+    python examples/deploy_vllm.py plan.json deploy/      # write one script per host, in run order
 
-    python examples/deploy_vllm.py [MODEL.yaml] [CLUSTER.yaml]
+It reads only the JSON document (`partition schema plan` describes it), refuses a plan marked
+infeasible, one vLLM cannot launch as planned or one using a GPU vLLM does not support, and
+launches nothing: copy each script to its host and run them in name order.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
-import partitioner
 from partitioner.export import render
+from partitioner.export.base import STRICT_EXIT_CODES
 
-model = sys.argv[1] if len(sys.argv) > 1 else "examples/models/qwen2.5-14b.yaml"
-cluster = sys.argv[2] if len(sys.argv) > 2 else "examples/clusters/seed.yaml"
 
-try:
-    plan = partitioner.plan(model, cluster, M=8, regime="async", objective="balanced")
-except partitioner.PartitionerError as exc:
-    sys.exit(f"cannot plan: {exc}")
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    doc = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    if not doc.get("feasible", False):
+        print(f"error: {argv[0]}: the plan is infeasible ({doc.get('reason') or 'memory limit broken'})", file=sys.stderr)
+        return STRICT_EXIT_CODES["infeasible"]
+    out = render(doc, "vllm")
+    for warning in out.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    problems = out.problems()
+    if problems:
+        kind, message = problems[0]
+        print(f"error: {kind.replace('_', ' ')}: {message}", file=sys.stderr)
+        return STRICT_EXIT_CODES[kind]
+    if len(argv) < 2:
+        print(out.text, end="")
+        return 0
+    folder = Path(argv[1])
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in out.scripts:
+        path = folder / name
+        if path.exists() and "written by partition export" not in path.read_text(encoding="utf-8"):
+            print(f"error: {path}: exists and was not written by this script", file=sys.stderr)
+            return 2
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o755)
+        print(f"wrote {path}")
+    return 0
 
-print(f"# {plan.S} stages, bottleneck {plan.tau_max * 1e3:.2f} ms, "
-      f"{plan.throughput:.1f} micro-batches/s, {'optimal' if plan.optimal else 'not proven optimal'}")
-for stage in plan.stages:
-    print(f"#   rank {stage.index}: {stage.device} ({stage.gpu}, {stage.node}) layers [{stage.start}, {stage.end})")
-exported = render(plan, "vllm")
-print(exported.text.rstrip("\n"))
-for warning in (*exported.cannot_express, *exported.warnings):
-    print(f"# warning: {warning}")
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

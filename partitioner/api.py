@@ -17,7 +17,7 @@ from typing import Any
 from partitioner.problem import CostTables, Problem
 from partitioner.result import Plan
 
-__all__ = ["plan", "build_problem", "tables_for", "solve_problem"]
+__all__ = ["plan", "build_problem", "tables_for", "solve_problem", "load_inputs", "with_metadata"]
 
 Progress = Callable[[float, float, float], None]
 
@@ -88,7 +88,28 @@ def plan(
     Raises `ConfigError` for bad files, `InfeasibleError` when nothing fits, and
     `InputError` for bad arguments; all are `PartitionerError`s.
     """
+    model, cluster = load_inputs(model, cluster)
     problem = build_problem(
         model, cluster, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit_s
     )
-    return solve_problem(problem, solver, progress)
+    return with_metadata(solve_problem(problem, solver, progress), model, cluster)
+
+
+def load_inputs(model: Any, cluster: Any) -> tuple[Any, Any]:
+    """Load model and cluster when given as paths (objects pass through)."""
+    from partitioner.models import load_cluster, load_model
+
+    if isinstance(model, (str, Path)):
+        model = load_model(model)
+    if isinstance(cluster, (str, Path)):
+        cluster = load_cluster(cluster)
+    return model, cluster
+
+
+def with_metadata(result: Plan, model: Any, cluster: Any) -> Plan:
+    """`result` carrying the plan JSON's input fields (model id, workload, hosts, hash)."""
+    import dataclasses
+
+    from partitioner.metadata import plan_metadata
+
+    return dataclasses.replace(result, meta=plan_metadata(model, cluster))

@@ -9,11 +9,12 @@ Everything here is pure; `to_json` is deterministic (no timings, fixed key order
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from partitioner.metadata import UNITS, tool_version
 from partitioner.problem import Problem, Solution, evaluate
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class Plan:
     model: str
     num_layers: int
     wall_time_s: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)  # partitioner.metadata.plan_metadata
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -235,7 +237,14 @@ class Plan:
         return {
             "format": PLAN_FORMAT,
             "model": self.model,
+            "model_id": self.meta.get("model_id"),
             "num_layers": self.num_layers,
+            "num_decoder_layers": sum(st.decoder_layers for st in self.stages),
+            "workload": self.meta.get("workload"),
+            "hosts": self.meta.get("hosts", []),
+            "units": UNITS,
+            "tool_version": self.meta.get("tool_version", tool_version()),
+            "input_hash": self.meta.get("input_hash"),
             "M": self.M,
             "regime": self.regime,
             "objective": self.objective,

@@ -78,9 +78,10 @@ def test_out_writes_plan_and_refuses_to_clobber(tmp_path: Path) -> None:
 def test_export_option_prints_engine_config() -> None:
     code, out, _ = run("plan", MODEL, SEED, "--export", "vllm")
     assert code == 0
-    [line] = [x for x in out.splitlines() if x.startswith("export VLLM_PP_LAYER_PARTITION=")]
-    counts = [int(c) for c in line.split("=")[1].split(",")]
+    [line] = [x for x in out.splitlines() if x.startswith("VLLM_PP_LAYER_PARTITION=")]
+    counts = [int(c) for c in line.split()[0].split("=")[1].split(",")]
     assert sum(counts) == 48  # Qwen2.5-14B has 48 decoder layers; vLLM checks the sum
+    assert "gtx-1070" not in out  # --export vllm plans without the GPU vLLM cannot run (CC 6.1 < 7.0)
 
 
 def test_model_that_cannot_fit_exits_3(tmp_path: Path) -> None:

@@ -44,4 +44,4 @@ def test_schema_rejects_typos_and_bad_values(kind, doc):
 
 
 def test_schema_unknown_kind():
-    assert CliRunner().invoke(main, ["schema", "plan"]).exit_code == 2
+    assert CliRunner().invoke(main, ["schema", "nope"]).exit_code == 2  # model, cluster and plan exist

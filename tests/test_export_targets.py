@@ -52,11 +52,11 @@ ORDS = {"gpu0": 0, "gpu1": 1, "gpu2": 2, "gpu3": 3}
 
 
 # -- the engines' own validation rules, re-implemented here -----------------------------------
-def vllm_check(text: str, env: str, pp_size: int, num_hidden_layers: int) -> list[int]:
-    """vllm/distributed/utils.py::get_pp_indices (SGLang: the same)."""
-    value = re.search(rf"^export {env}=(\S+)$", text, re.M)
-    assert value is not None
-    partitions = [int(x) for x in value.group(1).split(",")]
+def vllm_check(out: Export, env: str, pp_size: int, num_hidden_layers: int) -> list[int]:
+    """vllm/distributed/utils.py::get_pp_indices (SGLang: the same), on the serve step's environment."""
+    values = {dict(step.env).get(env) for step in out.steps} - {None}
+    assert len(values) == 1
+    partitions = [int(x) for x in str(values.pop()).split(",")]
     assert len(partitions) == pp_size and sum(partitions) == num_hidden_layers
     return partitions
 
@@ -79,50 +79,61 @@ def test_vllm_one_host() -> None:
         "# rank 1: device 'gpu0' (a100-80gb) on node 'box', decoder layers 2-4\n"
         "# rank 2: device 'gpu3' (a100-80gb) on node 'box', decoder layers 5-7\n"
         "# rank 3: device 'gpu1' (a100-80gb) on node 'box', decoder layers 8-9 + LM head\n"
-        "export CUDA_VISIBLE_DEVICES=2,0,3,1\n"
-        "export VLLM_PP_LAYER_PARTITION=2,3,3,2\n"
-        "--pipeline-parallel-size 4\n"
+        "# [1] on host 'box': serve (rank k = k-th visible GPU)\n"
+        "CUDA_VISIBLE_DEVICES=2,0,3,1 VLLM_PP_LAYER_PARTITION=2,3,3,2 vllm serve MODEL --pipeline-parallel-size 4 --tensor-parallel-size 1\n"
     )
-    assert out.warnings == () and out.cannot_express == ()
-    assert vllm_check(out.text, "VLLM_PP_LAYER_PARTITION", 4, 10) == [2, 3, 3, 2]
+    assert out.warnings == ("the plan has no model id (hf_id:); replace MODEL with the model to serve",)
+    assert out.cannot_express == () and out.unsupported == ()
+    assert vllm_check(out, "VLLM_PP_LAYER_PARTITION", 4, 10) == [2, 3, 3, 2]
 
 
 def test_sglang_and_trtllm_one_host() -> None:
     sg = render(ONE_HOST, "sglang", ordinals=ORDS)
-    assert sg.text.endswith("export CUDA_VISIBLE_DEVICES=2,0,3,1\nexport SGLANG_PP_LAYER_PARTITION=2,3,3,2\n--pp-size 4\n")
-    vllm_check(sg.text, "SGLANG_PP_LAYER_PARTITION", 4, 10)
+    assert sg.text.endswith(
+        "CUDA_VISIBLE_DEVICES=2,0,3,1 SGLANG_PP_LAYER_PARTITION=2,3,3,2 python -m sglang.launch_server "
+        "--model-path MODEL --pp-size 4 --tp-size 1\n"
+    )
+    vllm_check(sg, "SGLANG_PP_LAYER_PARTITION", 4, 10)
     trt = render(ONE_HOST, "trtllm", ordinals=ORDS)
-    assert trt.text.endswith("# export CUDA_VISIBLE_DEVICES=2,0,3,1\npipeline_parallel_size=4\npp_partition=[2, 3, 3, 2]\n")
-    pp = json.loads(trt.text.rsplit("pp_partition=", 1)[1])
+    assert trt.text.endswith(
+        "cat > pp_partition.yaml <<'PARTITIONER_EOF'\npp_partition: [2, 3, 3, 2]\nPARTITIONER_EOF\n"
+        "CUDA_VISIBLE_DEVICES=2,0,3,1 trtllm-serve MODEL --pp_size 4 --tp_size 1 --extra_llm_api_options pp_partition.yaml\n"
+    )
+    assert trt.steps[0].file is not None
+    pp = json.loads(trt.steps[0].file[1].split(": ", 1)[1])
     assert len(pp) == 4 and sum(pp) == 10
 
 
 def test_ordinals_inferred_from_names_with_a_warning() -> None:
     out = render(ONE_HOST, "vllm")
-    assert "export CUDA_VISIBLE_DEVICES=2,0,3,1\n" in out.text
+    assert dict(out.steps[0].env)["CUDA_VISIBLE_DEVICES"] == "2,0,3,1"
     assert out.warnings[0].startswith("CUDA ordinals assumed ('gpu2' -> 2")
 
 
 def test_ordinals_follow_the_cluster_listing_before_names() -> None:
     doc = ONE_HOST.to_dict()
-    for st, listed in zip(doc["stages"], (3, 2, 1, 0)):  # listed order disagrees with the names
-        st["ordinal"] = listed
+    for stage, listed in zip(doc["stages"], (3, 2, 1, 0), strict=True):  # listed order disagrees with the names
+        stage["ordinal"] = listed
     out = render(doc, "vllm")
-    assert "export CUDA_VISIBLE_DEVICES=3,2,1,0\n" in out.text
+    assert dict(out.steps[0].env)["CUDA_VISIBLE_DEVICES"] == "3,2,1,0"
 
 
 def test_llamacpp_one_host_and_replay() -> None:
     out = render(ONE_HOST, "llamacpp", ordinals=ORDS)
     assert out.text == (
         "# llama.cpp: layer split over 4 devices in pipeline order (n_layer 10 + output)\n"
-        "# run llama-server on node 'box' with:\n"
-        "--split-mode layer --n-gpu-layers 11 --tensor-split 2,3,3,3 --device CUDA2,CUDA0,CUDA3,CUDA1\n"
         "# CUDA2: positions 0-1\n"
         "# CUDA0: positions 2-4\n"
         "# CUDA3: positions 5-7\n"
         "# CUDA1: positions 8-10 (the last is the output layer)\n"
+        "# [1] on host 'box': serve (after every rpc-server is up)\n"
+        "llama-server -m MODEL.gguf --split-mode layer --n-gpu-layers 11 --tensor-split 2,3,3,3 "
+        "--device CUDA2,CUDA0,CUDA3,CUDA1 -fit off\n"
     )
-    assert out.warnings == ("llama.cpp keeps the input embedding on the CPU of 'box', not on stage 0's GPU",)
+    assert out.warnings == (
+        "llama.cpp keeps the input embedding on the CPU of 'box', not on stage 0's GPU",
+        "llama.cpp loads a GGUF file: replace MODEL.gguf with the GGUF of toy",
+    )
     ts = [int(x) for x in re.search(r"--tensor-split (\S+)", out.text).group(1).split(",")]  # type: ignore[union-attr]
     # llama.cpp's rule: 10 repeating layers + 1 output, upper_bound over cumulative fractions
     assert counts_per_device(ts, 10) == [2, 3, 3, 3]
@@ -132,11 +143,13 @@ def test_llamacpp_two_hosts_embedding_only_stage() -> None:
     out = render(TWO_HOSTS, "llamacpp", ordinals={"gpu0": 0, "gpu1": 1, "gpu2": 0})
     assert out.text == (
         "# llama.cpp: layer split over 2 devices in pipeline order (n_layer 10 + output)\n"
-        "# on node 'n1': CUDA_VISIBLE_DEVICES=0 rpc-server --host 0.0.0.0 --port 50052   # 'gpu2'\n"
-        "# run llama-server on node 'n0' with:\n"
-        "--split-mode layer --n-gpu-layers 11 --tensor-split 4,7 --device CUDA1,RPC[n1:50052] --rpc n1:50052\n"
         "# CUDA1: positions 0-3\n"
-        "# RPC[n1:50052]: positions 4-10 (the last is the output layer)\n"
+        "# RPC0: positions 4-10 (the last is the output layer)\n"
+        "# [1] on host 'n1': rpc-server for 'gpu2'\n"
+        "CUDA_VISIBLE_DEVICES=0 rpc-server --host 0.0.0.0 --port 50052\n"
+        "# [2] on host 'n0': serve (after every rpc-server is up)\n"
+        "llama-server -m MODEL.gguf --split-mode layer --n-gpu-layers 11 --tensor-split 4,7 "
+        "--rpc n1:50052 --device CUDA1,RPC0 -fit off\n"
     )
     assert out.cannot_express == (
         "stage 0 ('gpu0') holds only the embedding, which llama.cpp keeps on the CPU of 'n0'; "
@@ -144,17 +157,23 @@ def test_llamacpp_two_hosts_embedding_only_stage() -> None:
     )
     assert any("rpc-server endpoints assumed ('gpu2' -> n1:50052)" in w for w in out.warnings)
     custom = render(TWO_HOSTS, "llamacpp", ordinals={"gpu0": 0, "gpu1": 1, "gpu2": 0}, endpoints={"gpu2": "10.0.0.7:6000"})
-    assert "--rpc 10.0.0.7:6000\n" in custom.text and "--port 6000" in custom.text
+    assert "--rpc 10.0.0.7:6000 " in custom.text and "--port 6000" in custom.text
 
 
 def test_vllm_two_hosts_zero_decoder_stage() -> None:
     out = render(TWO_HOSTS, "vllm", ordinals={"gpu0": 0, "gpu1": 1, "gpu2": 0})
-    assert "# on node 'n0' (ranks 0-1): CUDA_VISIBLE_DEVICES=0,1\n# on node 'n1' (ranks 2-2): CUDA_VISIBLE_DEVICES=0\n" in out.text
-    assert vllm_check(out.text, "VLLM_PP_LAYER_PARTITION", 3, 10) == [0, 4, 6]
+    # n1 has fewer workers than n0, but n0 is the driver's node: ranks n0:0, n0:1, n1:0 as planned
+    assert [(s.host, s.argv[:3], dict(s.env).get("CUDA_VISIBLE_DEVICES")) for s in out.steps[:2]] == [
+        ("n0", ("ray", "start", "--head"), "0,1"),
+        ("n1", ("ray", "start", "--address"), "0"),
+    ]
+    assert out.steps[2].argv[:2] == ("vllm", "serve") and "--distributed-executor-backend" in out.steps[2].argv
+    assert out.cannot_express == ()
+    assert vllm_check(out, "VLLM_PP_LAYER_PARTITION", 3, 10) == [0, 4, 6]
     assert any("stage 0 ('gpu0') has 0 decoder layers" in w for w in out.warnings)
-    assert any("spans 2 nodes" in w for w in out.warnings)
+    assert any("no address: for nodes ['n0', 'n1']" in w for w in out.warnings)
     sg = render(TWO_HOSTS, "sglang", ordinals={"gpu0": 0, "gpu1": 1, "gpu2": 0})
-    assert any("pp_size // nnodes" in c for c in sg.cannot_express)
+    assert any("every node needs 3/2 consecutive stages" in c for c in sg.cannot_express)
 
 
 def test_vllm_cannot_return_to_a_node() -> None:
@@ -194,7 +213,7 @@ def test_profile_model_without_embedding_or_head() -> None:
     out = render(plan, "megatron")
     assert '"Et*5|t*3L"' in out.text
     assert any("no embedding or LM head layer" in w for w in out.warnings)
-    assert vllm_check(render(plan, "vllm").text, "VLLM_PP_LAYER_PARTITION", 2, 8) == [5, 3]
+    assert vllm_check(render(plan, "vllm"), "VLLM_PP_LAYER_PARTITION", 2, 8) == [5, 3]
 
 
 def test_json_is_the_plan_and_dicts_are_accepted() -> None:

@@ -24,10 +24,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("partitioner.cli.plan", "Plan which GPUs, in what order, hold which layers."),
     "report": ("partitioner.cli.report", "What-if report comparing plans, baselines and GPipe."),
     "export": ("partitioner.cli.export", "Print a plan in the format an engine takes."),
+    "score": ("partitioner.cli.score", "Score the split an engine runs today beside the optimal plan."),
     "calibrate": ("partitioner.cli.calibrate", "Turn measurements into stage times, rho and cost factors."),
     "costs": ("partitioner.cli.costs", "Per-layer, per-device time, memory and cut bytes."),
     "catalog": ("partitioner.cli.catalog", "List the shipped GPU, link and model presets."),
-    "schema": ("partitioner.cli.schema", "Print the JSON Schema of model or cluster files."),
+    "schema": ("partitioner.cli.schema", "Print the JSON Schema of model, cluster or plan files."),
 }
 
 

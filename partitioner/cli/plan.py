@@ -27,7 +27,9 @@ EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpi
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Also write the plan JSON here.")
 @click.option("--export", "export", type=click.Choice(EXPORT_CHOICES), default=None,
-              help="Print the plan in an engine's format.")
+              help="Print the plan in an engine's format (an engine target also restricts the device order).")
+@click.option("--engine", "engine", type=click.Choice(["vllm", "sglang", "trtllm", "llamacpp", "generic"]), default=None,
+              help="Only device orders this engine can launch (vLLM's Ray rank order, equal stages per node).")
 def plan(
     model_file: str,
     cluster_file: str,
@@ -40,16 +42,33 @@ def plan(
     as_json: bool,
     out: str | None,
     export: str | None,
+    engine: str | None,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
-    from partitioner.api import build_problem, solve_problem
+    from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
     from partitioner.result import PLAN_FORMAT
 
+    model, cluster = load_inputs(model_file, cluster_file)
     problem = build_problem(
-        model_file, cluster_file, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit
+        model, cluster, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit
     )
     progress = None if as_json else _progress_printer()
-    result = solve_problem(problem, solver, progress)
+    engine = engine or (export if export in ("vllm", "sglang", "trtllm", "llamacpp") else None)
+    if engine and engine != "generic" and solver not in ("auto", "dp", "cpsat", "brute"):
+        click.echo(f"note: --solver {solver} replays an engine's own split; --engine {engine} does not restrict it", err=True)
+    if engine and engine != "generic" and solver in ("auto", "dp", "cpsat", "brute"):
+        from partitioner.result import Plan
+        from partitioner.solvers import engine_order
+
+        address = {n: a for n in {d.node for d in cluster.devices} if (a := cluster.address_of(n))}
+        exclude = engine_order.unsupported_devices(problem.tables, engine)
+        for g in exclude:
+            click.echo(f"note: --engine {engine} leaves out {problem.tables.device_names[g]!r} ({problem.tables.gpu_names[g]}): "
+                       "below the engine's minimum compute capability", err=True)
+        result = Plan.from_solution(problem, engine_order.solve(problem, engine, solver, address, exclude))
+    else:
+        result = solve_problem(problem, solver, progress)
+    result = with_metadata(result, model, cluster)
     if out:
         from partitioner.cli._output import safe_write
 
@@ -89,9 +108,7 @@ def _even_baseline(problem: Any, solver: str) -> Any:
 
 
 def _print_export(result: Any, target: str) -> None:
+    from partitioner.cli.export import emit
     from partitioner.export import render
 
-    exported = render(result, target)
-    click.echo(exported.text, nl=not exported.text.endswith("\n"))
-    for line in (*exported.cannot_express, *exported.warnings):
-        click.echo(f"warning: {line}", err=True)
+    emit(render(result, target), strict=False)

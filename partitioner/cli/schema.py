@@ -1,4 +1,4 @@
-"""`partition schema model|cluster`: the JSON Schema of model.yaml or cluster.yaml (from pydantic)."""
+"""`partition schema model|cluster|plan`: the JSON Schema of model.yaml, cluster.yaml or plan.json (from pydantic)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ __all__ = ["schema", "json_schema"]
 
 
 def json_schema(kind: str) -> dict[str, Any]:
-    """JSON Schema (draft 2020-12) of a model.yaml ("model") or cluster.yaml ("cluster")."""
+    """JSON Schema (draft 2020-12) of a model.yaml ("model"), cluster.yaml ("cluster") or plan.json ("plan")."""
+    if kind == "plan":
+        from partitioner.export.load import plan_json_schema
+
+        return plan_json_schema()
     from partitioner.models import ClusterSpec, ModelSpec
 
     cls = {"model": ModelSpec, "cluster": ClusterSpec}[kind]
@@ -24,9 +28,9 @@ def json_schema(kind: str) -> dict[str, Any]:
 
 
 @click.command("schema")
-@click.argument("kind", type=click.Choice(["model", "cluster"]))
+@click.argument("kind", type=click.Choice(["model", "cluster", "plan"]))
 def schema(kind: str) -> None:
-    """Print the JSON Schema of model or cluster files (for editor validation of the YAML)."""
+    """Print the JSON Schema of model or cluster files (editor validation) or of plan.json."""
     import json
 
     click.echo(json.dumps(json_schema(kind), indent=2))

@@ -1,26 +1,41 @@
-"""Engine exports: print a plan in exactly the format an engine takes (issue 5, engines.md).
+"""Engine exports: print a plan in exactly the format an engine takes (engines.md).
 
     render(plan, target, *, ordinals=None, endpoints=None) -> Export
 
 `plan` is a `partitioner.result.Plan` or a plan dict as `Plan.to_dict()` writes it
-(validated by `partitioner.export.load.parse_plan`). Each target module replays that
-engine's own validation rule on what it emits and says what the engine cannot express.
-Pure: no I/O; the CLI (`partition export`, `partition plan --export`) prints the result.
+(validated by `partitioner.export.load.parse_plan`). `TARGETS` is the one registry of
+export targets (the CLI's `--to`/`--export` choices and the report read it); each target's
+rules live in its own module, cited from the engine's source, and are replayed on what it
+emits. Launch targets (vllm, sglang, trtllm, llamacpp) return the per-host `Step`s
+behind `Export.scripts`. Pure: no I/O; the CLI prints or writes the result.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from partitioner.errors import InputError
-from partitioner.export.base import Export
+from partitioner.export.base import STRICT_EXIT_CODES, Export
 from partitioner.export.view import PlanView, from_plan
 
-__all__ = ["Export", "TARGETS", "render", "view_of"]
+__all__ = ["Export", "TARGETS", "REGISTRY", "ENGINES", "STRICT_EXIT_CODES", "render", "view_of"]
 
-TARGETS: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpipe", "megatron", "json")
+# target: (module, function, takes ordinals, takes endpoints, one line)
+REGISTRY: dict[str, tuple[str, str, bool, bool, str]] = {
+    "vllm": ("partitioner.export.vllm", "render_vllm", True, False, "vllm serve (+ ray start per host)"),
+    "sglang": ("partitioner.export.sglang", "render", True, False, "sglang.launch_server per node"),
+    "trtllm": ("partitioner.export.trtllm", "render", True, False, "trtllm-serve + pp_partition YAML"),
+    "llamacpp": ("partitioner.export.llamacpp", "render", True, True, "rpc-server per remote GPU + llama-server"),
+    "deepspeed": ("partitioner.export.deepspeed", "render", False, False, "PipelineModule parts"),
+    "torchgpipe": ("partitioner.export.torchgpipe", "render", True, False, "GPipe balance and devices"),
+    "megatron": ("partitioner.export.megatron", "render", False, False, "pipeline-model-parallel layout"),
+    "json": ("partitioner.export", "_json", False, False, "the plan itself"),
+}
+TARGETS: tuple[str, ...] = tuple(REGISTRY)
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp")  # targets that launch a server
 
 
 def view_of(plan: Any) -> PlanView:
@@ -37,7 +52,7 @@ def view_of(plan: Any) -> PlanView:
 
 
 def _json(view: PlanView) -> Export:
-    return Export("json", json.dumps(dict(view.document), indent=2) + "\n")
+    return Export("json", json.dumps(dict(view.document), indent=2) + "\n", infeasible=not view.feasible)
 
 
 def render(
@@ -50,21 +65,17 @@ def render(
     """The text `target` takes for `plan`, with warnings and what it cannot express.
 
     ordinals: CUDA ordinal per device name (else inferred, with a warning);
-    endpoints: llama.cpp rpc-server host:port per remote device (else `<node>:50052+k`).
+    endpoints: llama.cpp rpc-server host:port per remote device (else `<address or node>:50052+k`).
     """
-    if target not in TARGETS:
+    if target not in REGISTRY:
         raise InputError(f"unknown export target {target!r}; valid targets: {', '.join(TARGETS)}")
     view = view_of(plan)
-    from partitioner.export import deepspeed, llamacpp, megatron, torchgpipe, trtllm, vllm
-
-    renderers: dict[str, Callable[[], Export]] = {
-        "vllm": lambda: vllm.render_vllm(view, ordinals),
-        "sglang": lambda: vllm.render_sglang(view, ordinals),
-        "trtllm": lambda: trtllm.render(view, ordinals),
-        "llamacpp": lambda: llamacpp.render(view, ordinals, endpoints),
-        "deepspeed": lambda: deepspeed.render(view),
-        "torchgpipe": lambda: torchgpipe.render(view, ordinals),
-        "megatron": lambda: megatron.render(view),
-        "json": lambda: _json(view),
-    }
-    return renderers[target]()
+    module, name, takes_ords, takes_eps, _ = REGISTRY[target]
+    fn = getattr(importlib.import_module(module), name)
+    args: list[Any] = [view]
+    if takes_ords:
+        args.append(ordinals)
+    if takes_eps:
+        args.append(endpoints)
+    result: Export = fn(*args)
+    return result

@@ -4,19 +4,61 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from partitioner.errors import PartitionerError
+from partitioner.export.shell import Step, scripts
 from partitioner.export.view import PlanView
 
-__all__ = ["Export", "plan_warnings", "ends_cannot_express"]
+__all__ = [
+    "Export", "plan_warnings", "ends_cannot_express", "unsupported_gpus", "compute_capability",
+    "STRICT_EXIT_CODES", "StrictRefusal",
+]
+
+# `partition export --strict` / `partition plan --export --strict`: exit code per problem kind
+STRICT_EXIT_CODES: dict[str, int] = {"infeasible": 3, "cannot_express": 5, "unsupported_gpu": 6}
+
+
+class StrictRefusal(PartitionerError):
+    """`--strict` refused an export: infeasible (3), not expressible (5), unsupported GPU (6)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        self.exit_code = STRICT_EXIT_CODES[kind]
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
 class Export:
-    """The text an engine takes (stdout), warnings, and what the target cannot express."""
+    """The text an engine takes (stdout), warnings, what the target cannot express, and the
+    launch steps (per host, in run order) behind `scripts`."""
 
     target: str
     text: str
     warnings: tuple[str, ...] = ()
     cannot_express: tuple[str, ...] = ()
+    unsupported: tuple[str, ...] = ()  # stages on GPUs below the engine's minimum compute capability
+    steps: tuple[Step, ...] = ()
+    infeasible: bool = False
+
+    @property
+    def scripts(self) -> tuple[tuple[str, str], ...]:
+        """(file name, bash script) per host in run order; empty for snippet-only targets."""
+        return scripts(self.steps)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(kind, message) of everything --strict refuses, most serious first."""
+        out = [("infeasible", "the plan is marked infeasible")] if self.infeasible else []
+        out += [("unsupported_gpu", m) for m in self.unsupported]
+        out += [("cannot_express", m) for m in self.cannot_express]
+        return out
+
+    def check_strict(self) -> None:
+        """Raise `StrictRefusal` (its exit code names the most serious kind) if anything is refused."""
+        problems = self.problems()
+        if problems:
+            kind = problems[0][0]
+            what = {"infeasible": "the plan is infeasible", "unsupported_gpu": f"{self.target} does not support a GPU of this plan",
+                    "cannot_express": f"{self.target} cannot express this plan"}[kind]
+            raise StrictRefusal(kind, f"{what}: " + "; ".join(m for k, m in problems if k == kind))
 
 
 def plan_warnings(view: PlanView) -> list[str]:
@@ -42,3 +84,33 @@ def ends_cannot_express(view: PlanView, engine: str) -> list[str]:
         if st.head and s != view.S - 1:
             out.append(f"{engine} always puts the LM head on the last stage, but the plan puts it on stage {s} ({st.device!r})")
     return out
+
+
+def compute_capability(gpu: str) -> tuple[int, int] | None:
+    """The catalogue's compute capability of GPU id `gpu` (None: not in the catalogue or unknown)."""
+    from partitioner.models import catalog
+
+    entry = catalog.entries("gpus").get(gpu)
+    value = entry.get("compute_capability") if entry else None
+    if not value:
+        return None
+    major, _, minor = str(value).partition(".")
+    return int(major), int(minor or 0)
+
+
+def unsupported_gpus(view: PlanView, engine: str, minimum: tuple[int, int] | None, source: str) -> tuple[list[str], list[str]]:
+    """(unsupported, warnings): stages whose GPU is below `minimum`, and GPUs whose capability is unknown."""
+    if minimum is None:
+        return [], []
+    bad, unknown = [], []
+    for s, st in enumerate(view.stages):
+        cc = compute_capability(st.gpu)
+        if cc is None:
+            unknown.append(f"{st.gpu!r}")
+        elif cc < minimum:
+            bad.append(
+                f"stage {s} ({st.device!r}) is a {st.gpu} (compute capability {cc[0]}.{cc[1]}); "
+                f"{engine} needs {minimum[0]}.{minimum[1]} or higher ({source})"
+            )
+    warn = [f"compute capability unknown for {', '.join(sorted(set(unknown)))}; not checked against {engine}'s minimum"] if unknown else []
+    return bad, warn

@@ -10,6 +10,7 @@ list, which must match the PipelineModule's layer specs one to one. Pipe rank s 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from partitioner.export.base import Export, plan_warnings
@@ -26,18 +27,24 @@ def validate_parts(parts: Sequence[int], num_stages: int, num_layers: int) -> li
         raise ValueError(f"parts has {len(p)} boundaries, expected num_stages + 1 = {num_stages + 1}")
     if p[0] != 0 or p[-1] != num_layers:
         raise ValueError(f"parts must run from 0 to {num_layers} (got {p})")
-    if any(a > b for a, b in zip(p, p[1:])):
+    if any(a > b for a, b in itertools.pairwise(p)):
         raise ValueError(f"parts must not decrease (got {p})")
     return p
 
 
 def render(view: PlanView) -> Export:
     """`parts=[0, e_1, ..., L]` and the pipe rank -> device comments."""
-    parts = validate_parts([st.start for st in view.stages] + [view.num_layers], view.S, view.num_layers)
-    warnings = plan_warnings(view) + [
+    parts = validate_parts([*(st.start for st in view.stages), view.num_layers], view.S, view.num_layers)
+    warnings = [
+        *plan_warnings(view),
         "DeepSpeed has no option for an explicit partition (#2974): set self.parts in an override of "
-        "PipelineModule._partition_layers, with num_stages = " + str(view.S)
+        "PipelineModule._partition_layers, with num_stages = " + str(view.S),
     ]
-    lines = [f"# DeepSpeed PipelineModule(num_stages={view.S}): stage s builds layers [parts[s], parts[s+1])", *rank_comments(view, "stage")]
+    lines = [
+        f"# DeepSpeed PipelineModule(num_stages={view.S}): stage s builds layers [parts[s], parts[s+1])",
+        f"# assumes the PipelineModule's layer specs are the plan's {view.num_layers} layers one to one "
+        "(embedding, decoder layers, LM head, in that order)",
+        *rank_comments(view, "stage"),
+    ]
     lines.append(f"parts={parts}")
     return Export("deepspeed", "\n".join(lines) + "\n", tuple(warnings), ())

@@ -59,7 +59,7 @@ def cuda_ordinals(view: PlanView, given: Mapping[str, int] | None = None) -> tup
 def rank_comments(view: PlanView, prefix: str = "rank") -> list[str]:
     """'# rank k: device ... on node ..., decoder layers a-b (+ embedding, + LM head)' lines."""
     lines = []
-    for s, (st, (a, b)) in enumerate(zip(view.stages, decoder_ranges(view))):
+    for s, (st, (a, b)) in enumerate(zip(view.stages, decoder_ranges(view), strict=True)):
         layers = f"decoder layers {a}-{b - 1}" if b > a else "no decoder layers"
         extra = (" + embedding" if st.embed else "") + (" + LM head" if st.head else "")
         lines.append(f"# {prefix} {s}: device {st.device!r} ({st.gpu}) on node {st.node!r}, {layers}{extra}")

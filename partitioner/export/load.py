@@ -1,5 +1,9 @@
 """Read a plan JSON file (`Plan.to_dict()`, format "partitioner.plan/1") for the exporters.
 
+`plan_json_schema()` publishes the same pydantic model as JSON Schema (`partition schema
+plan`); a document whose `format` is not exactly `PLAN_FORMAT` is refused (one line naming
+the file and the value), since a future layout must not be read as this one.
+
 Pydantic validates the document at this edge; any problem becomes a `ConfigError` naming
 the file and the field (`plan.json: stages[2].end: ...`). The structural rules of a plan
 (issue 4) are checked too: stages contiguous from 0 to num_layers, each non-empty,
@@ -11,15 +15,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from partitioner.errors import ConfigError
-from partitioner.export.view import PlanView, StageView
+from partitioner.export.view import HostView, PlanView, StageView
 
-__all__ = ["load_plan", "parse_plan"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["load_plan", "parse_plan", "plan_json_schema"]
 
 
-def _models() -> tuple[type, type]:
+def _models() -> tuple[type[BaseModel], type[BaseModel]]:
     from pydantic import BaseModel, ConfigDict, Field
 
     class StageFile(BaseModel):
@@ -34,11 +41,28 @@ def _models() -> tuple[type, type]:
         head: bool = False
         ordinal: int | None = Field(default=None, ge=0)
 
+    class HostFile(BaseModel):
+        model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+        node: str = Field(min_length=1)
+        address: str | None = None
+        address_assumed: bool = True
+        devices: list[str] = []
+
     class PlanFile(BaseModel):
+        """A plan as `partition plan --out` writes it (SI units; see `units`)."""
+
         model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
         format: str = "partitioner.plan/1"
         model: str = ""
+        model_id: str | None = None  # engine-usable id or path (HF repo id, hf_config's directory)
         num_layers: int = Field(ge=1)
+        num_decoder_layers: int | None = Field(default=None, ge=0)
+        workload: dict[str, Any] | None = None  # model.yaml workload (dtypes, context, batch)
+        serving: dict[str, Any] | None = None  # batch, in_flight, max_sequences, context, ...
+        hosts: list[HostFile] = []
+        units: dict[str, str] = {}
+        tool_version: str | None = None
+        input_hash: str | None = None
         feasible: bool = True
         reason: str = ""
         stages: list[StageFile] = Field(min_length=1)
@@ -82,12 +106,15 @@ def parse_plan(data: Any, file: str | None = None) -> PlanView:
     if not isinstance(data, Mapping):
         raise ConfigError(f"a plan must be a JSON object (got {type(data).__name__})", file=file)
     try:
-        doc = PlanFile.model_validate(dict(data))
+        doc: Any = PlanFile.model_validate(dict(data))
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ConfigError(err["msg"], file=file, location=_location(tuple(err["loc"]))) from None
-    if not doc.format.startswith("partitioner.plan/"):
-        raise ConfigError(f"not a partitioner plan (format {doc.format!r})", file=file, location="format")
+    from partitioner.result import PLAN_FORMAT
+
+    if doc.format != PLAN_FORMAT:
+        what = "unsupported plan format version" if doc.format.startswith("partitioner.plan/") else "not a partitioner plan"
+        raise ConfigError(f"{what} {doc.format!r} (this version reads {PLAN_FORMAT!r})", file=file, location="format")
     stages = [StageView(**st.model_dump()) for st in doc.stages]
     _check_structure(stages, doc.num_layers, file)
     return PlanView(
@@ -97,7 +124,23 @@ def parse_plan(data: Any, file: str | None = None) -> PlanView:
         feasible=doc.feasible,
         reason=doc.reason,
         document=dict(data),
+        model_id=doc.model_id,
+        workload=doc.workload,
+        serving=doc.serving,
+        hosts=tuple(HostView(h.node, h.address) for h in doc.hosts),
     )
+
+
+def plan_json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of plan.json, from the model `parse_plan` validates with."""
+    PlanFile, _ = _models()
+    body = PlanFile.model_json_schema()
+    head = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://partitioner.invalid/schema/plan.json",
+        "title": "partitioner plan.json",
+    }
+    return {**head, **{k: v for k, v in body.items() if k != "title"}}
 
 
 def load_plan(path: str | Path) -> PlanView:

@@ -56,7 +56,7 @@ def _stage(embed: bool, t: int, head: bool) -> str:
 
 def render(view: PlanView) -> Export:
     """`--pipeline-model-parallel-size S --pipeline-model-parallel-layout "..."`."""
-    warnings = plan_warnings(view) + ["Megatron-LM is a training framework: the layout sets its pipeline stages"]
+    warnings = [*plan_warnings(view), "Megatron-LM is a training framework: the layout sets its pipeline stages"]
     last = view.S - 1
     parts = [
         _stage(st.embed or (s == 0 and not view.has_embed), st.decoder_layers, st.head or (s == last and not view.has_head))
@@ -68,6 +68,10 @@ def render(view: PlanView) -> Export:
         validate_layout(layout, view.S, view.num_decoder_layers)
     except ValueError as exc:
         cannot.append(f"Megatron-LM rejects the layout {layout!r}: {exc}")
-    lines = [f"# Megatron-LM (--num-layers {view.num_decoder_layers}): pipeline rank k runs stage k", *rank_comments(view)]
+    lines = [
+        f"# Megatron-LM (--num-layers {view.num_decoder_layers}): pipeline rank k runs stage k",
+        "# assumes the model's layers are E (embedding), t (decoder) x num-layers, L (LM head and loss)",
+        *rank_comments(view),
+    ]
     lines.append(f'--pipeline-model-parallel-size {view.S} --pipeline-model-parallel-layout "{layout}"')
     return Export("megatron", "\n".join(lines) + "\n", tuple(warnings), tuple(cannot))

@@ -39,6 +39,10 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
         cannot.append(f"torchgpipe runs in one process on one host, but the plan spans nodes {view.nodes}")
     balance = validate_balance([st.layers for st in view.stages], view.num_layers, view.S)
     devices = [f"cuda:{ords[st.device]}" for st in view.stages]
-    lines = ["# torchgpipe: GPipe(model, balance=balance, devices=devices, chunks=M)", *rank_comments(view, "partition")]
+    lines = [
+        "# torchgpipe: GPipe(model, balance=balance, devices=devices, chunks=M)",
+        f"# assumes model is an nn.Sequential of the plan's {view.num_layers} layers (embedding, decoder layers, LM head)",
+        *rank_comments(view, "partition"),
+    ]
     lines += [f"balance={balance}", f"devices={devices}"]
     return Export("torchgpipe", "\n".join(lines) + "\n", tuple(warnings), tuple(cannot))

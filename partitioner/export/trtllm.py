@@ -1,57 +1,86 @@
-"""TensorRT-LLM: `pp_partition=[...]`, decoder layers per pipeline rank (LLM API, PR #9003).
+"""TensorRT-LLM: `trtllm-serve MODEL --pp_size S --extra_llm_api_options pp.yaml` with `pp_partition`.
 
-NVIDIA/TensorRT-LLM `tensorrt_llm/mapping.py::Mapping`: without `pp_partition`,
-`pp_layers` is `torch.tensor_split(arange(num_layers), pp_size)` (first ranks get the
-extra layers); PR #9003 ("add pp_partition to customize each rank's layer number") lets
-the LLM API take the list, which must have pp_size entries summing to the number of
-decoder layers. Rank r sits on node r // gpus_per_node, local GPU r % gpus_per_node, so
-on one host `CUDA_VISIBLE_DEVICES` orders the ranks, and across hosts every node must
-hold the same number of consecutive ranks.
+Rules, read from NVIDIA/TensorRT-LLM (main, after PR #9003):
+- Layer split: `tensorrt_llm/mapping.py::Mapping.pp_layers` uses `pp_partition` when given:
+  ValueError unless `len(pp_partition) == pp_size` and `sum(pp_partition) == num_layers`,
+  then `torch.arange(num_layers).split(pp_partition)[pp_rank]` (a 0 entry is a legal
+  split size); without it, `torch.tensor_split` (first ranks get the extra layers). The LLM
+  API takes it as `pp_partition` (`llmapi/llm_args.py`, passed to `_ParallelConfig`), so
+  `--extra_llm_api_options` YAML carries it.
+- Ranks: `pp_rank = rank // (tp_size * cp_size)`, `node_rank = rank // gpus_per_node`,
+  `local_rank = rank % gpus_per_node`: every node holds gpus_per_node consecutive ranks,
+  local rank k on the k-th visible GPU; one host: `CUDA_VISIBLE_DEVICES` in stage order.
+- Minimum compute capability 8.0: the lowest architecture on the supported-hardware list
+  (Ampere A100; docs "Supported Hardware", TensorRT-LLM 1.x); older GPUs are community-only.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
-from partitioner.export.base import Export, ends_cannot_express, plan_warnings
-from partitioner.export.devices import (
-    cuda_ordinals,
-    interleaved_nodes,
-    rank_comments,
-    single_node,
-    visible_devices,
-)
+from partitioner.export.base import Export, ends_cannot_express, plan_warnings, unsupported_gpus
+from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments, single_node
+from partitioner.export.shell import Step, listing
 from partitioner.export.view import PlanView, node_runs
+from partitioner.export.workload import launchable
 
-__all__ = ["validate_pp_partition", "render"]
+__all__ = ["MIN_CC", "OPTIONS_FILE", "validate_pp_partition", "render"]
+
+MIN_CC = (8, 0)
+OPTIONS_FILE = "pp_partition.yaml"
 
 
 def validate_pp_partition(pp_partition: Sequence[int], pp_size: int, num_layers: int) -> list[int]:
-    """pp_size integer entries that sum to num_layers (the rule PR #9003 enforces)."""
+    """`Mapping.pp_layers`'s checks, with its messages."""
     parts = [int(x) for x in pp_partition]
     if len(parts) != pp_size:
-        raise ValueError(f"pp_partition has {len(parts)} entries but pp_size is {pp_size}")
+        raise ValueError(f"len(self.pp_partition)={len(parts)} does not match self.pp_size={pp_size}.")
     if sum(parts) != num_layers:
-        raise ValueError(f"sum(pp_partition)={sum(parts)} does not match num_layers={num_layers}")
+        raise ValueError(f"sum(self.pp_partition)={sum(parts)} does not match num_layers={num_layers}.")
     return parts
 
 
 def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
-    """`pipeline_parallel_size` and `pp_partition` for `tensorrt_llm.LLM(...)`."""
+    """The options YAML and `trtllm-serve` (one host; across hosts under mpirun, one rank per GPU)."""
     ords, warnings = cuda_ordinals(view, ordinals)
     warnings = plan_warnings(view) + warnings
     cannot = ends_cannot_express(view, "TensorRT-LLM")
+    unsupported, cc_warn = unsupported_gpus(view, "TensorRT-LLM", MIN_CC, "supported-hardware list")
+    warnings += cc_warn
     parts = validate_pp_partition(view.decoder_counts, view.S, view.num_decoder_layers)
-    lines = ["# TensorRT-LLM LLM API: LLM(model, pipeline_parallel_size=S, pp_partition=[...])", *rank_comments(view)]
-    lines += visible_devices(view, ords, prefix="# ")
-    if not single_node(view):
+    w = launchable(view)
+    options: dict[str, object] = {"pp_partition": parts}
+    if w.kv_cache == "fp8":
+        options["kv_cache_config"] = {"dtype": "fp8"}
+    yaml_text = "\n".join(f"{k}: {json.dumps(v)}" for k, v in options.items()) + "\n"
+    argv = ["trtllm-serve", w.model, "--pp_size", str(view.S), "--tp_size", "1"]
+    if w.context:
+        argv += ["--max_seq_len", str(w.context)]
+    if w.max_sequences:
+        argv += ["--max_batch_size", str(w.max_sequences)]
+    argv += ["--extra_llm_api_options", OPTIONS_FILE]
+    if not w.model_known:
+        warnings.append("the plan has no model id (hf_id:); replace MODEL with the model to serve")
+    if 0 in parts:
+        warnings.append("a stage has 0 decoder layers: Mapping.pp_layers accepts a 0 entry (torch split size 0)")
+    head = view.stages[0].node
+    if single_node(view):
+        env = (("CUDA_VISIBLE_DEVICES", ",".join(str(ords[st.device]) for st in view.stages)),)
+        steps = [Step(head, tuple(argv), env, "serve (rank k = k-th visible GPU)", (OPTIONS_FILE, yaml_text))]
+    else:
         per_node = [len(idx) for _, idx in node_runs(view)]
         if len(set(per_node)) > 1 or interleaved_nodes(view):
             cannot.append(
                 f"TensorRT-LLM places gpus_per_node consecutive ranks on each node, but the plan has "
                 f"{per_node} consecutive stages on nodes {[n for n, _ in node_runs(view)]}"
             )
-    if 0 in parts:
-        warnings.append("a stage has 0 decoder layers; check that your TensorRT-LLM version accepts a 0 entry")
-    lines += [f"pipeline_parallel_size={view.S}", f"pp_partition={parts}"]
-    return Export("trtllm", "\n".join(lines) + "\n", tuple(warnings), tuple(cannot))
+        hosts = ",".join(f"{view.address(n) or n}:{k}" for n, k in zip(view.nodes, per_node, strict=True))
+        warnings.append("multi-node TensorRT-LLM runs under MPI: the mpirun line assumes passwordless ssh and the same paths on every host")
+        mpi = ["mpirun", "-H", hosts, "-n", str(view.S), "trtllm-llmapi-launch", *argv]
+        steps = [Step(head, tuple(mpi), (), "serve from the first node (MPI starts one rank per GPU, node by node)", (OPTIONS_FILE, yaml_text))]
+        for n, idx in node_runs(view):
+            devs = ",".join(str(ords[view.stages[s].device]) for s in idx)
+            warnings.append(f"on node {n!r} set CUDA_VISIBLE_DEVICES={devs} for the MPI ranks (stage order)")
+    header = ["TensorRT-LLM: pipeline rank k runs stage k", *[line[2:] for line in rank_comments(view)]]
+    return Export("trtllm", listing(header, steps), tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps), not view.feasible)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["StageView", "PlanView", "from_plan", "decoder_ranges", "node_runs"]
+__all__ = ["StageView", "HostView", "PlanView", "from_plan", "decoder_ranges", "node_runs"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,14 @@ class StageView:
 
 
 @dataclass(frozen=True)
+class HostView:
+    """A node and its address (None: not given in cluster.yaml)."""
+
+    node: str
+    address: str | None = None
+
+
+@dataclass(frozen=True)
 class PlanView:
     """What exporters need: the stages in pipeline order, the layer count, the raw dict."""
 
@@ -42,6 +50,17 @@ class PlanView:
     feasible: bool
     reason: str
     document: Mapping[str, Any]
+    model_id: str | None = None
+    workload: Mapping[str, Any] | None = None
+    serving: Mapping[str, Any] | None = None  # the plan's serving object, when present
+    hosts: tuple[HostView, ...] = ()
+
+    def address(self, node: str) -> str | None:
+        """The node's address from cluster.yaml, or None."""
+        for h in self.hosts:
+            if h.node == node:
+                return h.address
+        return None
 
     @property
     def S(self) -> int:
@@ -84,13 +103,21 @@ def from_plan(plan: Any) -> PlanView:
         )
         for st in plan.stages
     )
+    doc = plan.to_dict()
+    serving = getattr(plan, "serving", None)
+    if serving is not None and not isinstance(serving, Mapping):
+        serving = serving.to_dict() if hasattr(serving, "to_dict") else None
     return PlanView(
         stages=stages,
         num_layers=int(plan.num_layers),
         model=str(plan.model),
         feasible=bool(plan.feasible),
         reason=str(plan.reason),
-        document=plan.to_dict(),
+        document=doc,
+        model_id=doc.get("model_id"),
+        workload=doc.get("workload"),
+        serving=serving if serving is not None else doc.get("serving"),
+        hosts=tuple(HostView(str(h["node"]), h.get("address")) for h in doc.get("hosts", [])),
     )
 
 

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 from partitioner.models import catalog
 from partitioner.models.fields import Fraction, Frozen, LocatedValueError, Name, NonNegative, Positive
 
-__all__ = ["GpuSpec", "LinkSpec", "Links", "Pair", "Device", "ClusterSpec", "resolve_gpu", "resolve_link"]
+__all__ = ["GpuSpec", "LinkSpec", "Links", "Pair", "Device", "NodeSpec", "ClusterSpec", "resolve_gpu", "resolve_link"]
 
 Family = Literal["datacenter", "geforce", "workstation", "legacy", "radeon", "apple"]
 MemoryType = Literal["gddr", "hbm", "unified"]
@@ -215,11 +215,37 @@ class Device(Frozen):
         return float(self.memory_gb if self.memory_gb is not None else self.spec.memory_gb)
 
 
+ADDRESS_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]")
+
+
+class NodeSpec(Frozen):
+    """One host. `address`: the IP (or resolvable host name) its engine processes bind to.
+
+    Engines order and reach hosts by it (vLLM's Ray executor breaks ties in its rank order by
+    the IP string; SGLang's --dist-init-addr, llama.cpp's --rpc and Ray's --address name it).
+    Characters: letters, digits and `.-:[]` (IPv4, IPv6, DNS names), so it is shell-safe.
+    """
+
+    address: str | None = None
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None and (not value or set(value) - ADDRESS_CHARS):
+            raise ValueError(f"must be an IP address or host name (letters, digits, '.-:[]'; got {value!r})")
+        return value
+
+
 class ClusterSpec(Frozen):
-    """What the user owns: devices, links, stage order and per-device memory reserve."""
+    """What the user owns: devices, links, stage order and per-device memory reserve.
+
+    `nodes:` optionally maps a node name to its `address:`; where it is missing, exports
+    use the node name as the host name and say so.
+    """
 
     name: str = ""
     devices: tuple[Device, ...] = Field(min_length=1)
+    nodes: dict[str, NodeSpec] = Field(default_factory=dict)
     links: Links = Links()
     pairs: tuple[Pair, ...] = ()
     order: Literal["free", "fixed"] = "free"
@@ -249,6 +275,15 @@ class ClusterSpec(Frozen):
                     f"({dev.total_gb:g} GB)",
                 )
         names = tuple(seen)
+        known_nodes = tuple(dict.fromkeys(dev.node for dev in self.devices))
+        owner: dict[str, str] = {}
+        for node, spec in self.nodes.items():
+            if node not in known_nodes:
+                raise LocatedValueError(("nodes", node), catalog.unknown_message("node", node, known_nodes))
+            if spec.address is not None and spec.address in owner:  # vLLM: "Every node should have a unique IP address"
+                raise LocatedValueError(("nodes", node, "address"), f"{spec.address!r} is also the address of node {owner[spec.address]!r}")
+            if spec.address is not None:
+                owner[spec.address] = node
         for i, pair in enumerate(self.pairs):
             for key, value in (("from", pair.from_), ("to", pair.to)):
                 if value not in seen:
@@ -256,6 +291,11 @@ class ClusterSpec(Frozen):
             if pair.from_ == pair.to:
                 raise LocatedValueError(("pairs", i, "to"), f"a pair needs two devices (got {pair.to!r} twice)")
         return self
+
+    def address_of(self, node: str) -> str | None:
+        """The `address:` given for `node`, or None."""
+        spec = self.nodes.get(node)
+        return spec.address if spec is not None else None
 
     def reserve_of(self, dev: Device) -> float:
         return float(dev.reserve_gb if dev.reserve_gb is not None else self.reserve_gb)

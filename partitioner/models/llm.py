@@ -122,6 +122,7 @@ class ModelSpec(Frozen):
     """A validated model.yaml. Exactly one of preset / architecture / hf_config / layers."""
 
     name: str = ""  # display name (default: the preset's name or the file name)
+    hf_id: str | None = None  # engine-usable model id or path (default: the preset's hf_id)
     preset: str | None = None
     architecture: Architecture | None = None
     hf_config: str | None = None  # path to a config.json, relative to the YAML file
@@ -161,6 +162,16 @@ class ModelSpec(Frozen):
     @property
     def is_profile(self) -> bool:
         return self.layers is not None
+
+    @property
+    def model_id(self) -> str | None:
+        """What an engine loads: `hf_id:`, else the preset's `hf_id`, else None."""
+        if self.hf_id:
+            return self.hf_id
+        if self.preset is not None:
+            value = catalog.require("models", self.preset).get("hf_id")
+            return str(value) if value else None
+        return None
 
     @property
     def arch(self) -> Architecture | None:

@@ -1,0 +1,75 @@
+"""`partition score MODEL CLUSTER (--split ENGINE:a,b,... --devices D1,D2,... | --layout FILE)`.
+
+Scores the split you run today with the same closed forms as `plan` (Thm 2, Thm 3) and
+prints it beside the optimal plan.
+"""
+
+from __future__ import annotations
+
+import click
+
+__all__ = ["score"]
+
+
+@click.command("score")
+@click.argument("model_file", metavar="MODEL.yaml", type=click.Path(dir_okay=False))
+@click.argument("cluster_file", metavar="CLUSTER.yaml", type=click.Path(dir_okay=False))
+@click.option("--split", default=None, metavar="ENGINE:a,b,...", help="vllm/sglang/trtllm layer counts or llamacpp -ts.")
+@click.option("--devices", default=None, metavar="D1,D2,...", help="Device of each stage, in pipeline order.")
+@click.option("--layout", "layout_file", type=click.Path(dir_okay=False), default=None, help="Layout YAML (replicas -> stages).")
+@click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print both plans as JSON.")
+def score(  # noqa: PLR0917 - one parameter per click option
+    model_file: str, cluster_file: str, split: str | None, devices: str | None, layout_file: str | None,
+    M: int, regime: str, as_json: bool,
+) -> None:
+    """Score an engine's split (or a layout) and compare it with the optimal plan."""
+    import json
+
+    from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
+    from partitioner.errors import InputError
+    from partitioner.export import imports
+    from partitioner.problem import Solution, evaluate, objective_key
+    from partitioner.result import Plan
+
+    model, cluster = load_inputs(model_file, cluster_file)
+    problem = build_problem(model, cluster, M=M, regime=regime, order="free")
+    t = problem.tables
+    n_dec = sum(1 for k in t.kinds if k == "decoder")
+    if layout_file is not None:
+        import yaml
+
+        with open(layout_file, encoding="utf-8") as f:
+            names, counts = imports.layout_stages(yaml.safe_load(f), layout_file)
+        if sum(counts) != n_dec:
+            raise InputError(f"{layout_file}: the stages cover {sum(counts)} decoder layers, the model has {n_dec}")
+    elif split is not None and devices is not None:
+        names = [d.strip() for d in devices.split(",")]
+        counts = imports.counts_of_split(split, n_dec)
+    else:
+        raise InputError("give --split ENGINE:a,b,... with --devices D1,D2,..., or --layout FILE")
+    if len(names) != len(counts):
+        raise InputError(f"{len(counts)} stages but {len(names)} devices")
+    unknown = [d for d in names if d not in t.device_names]
+    if unknown:
+        raise InputError(f"unknown devices {unknown}; the cluster has {', '.join(t.device_names)}")
+    idx = tuple(t.device_names.index(d) for d in names)
+    cuts = imports.cuts_from_decoder_counts(t, counts)
+    m = evaluate(problem, idx, cuts)
+    given = Plan.from_solution(problem, Solution(idx, cuts, "given", False, objective_key(problem, m), 0.0,
+                                                 status="GIVEN", feasible=m.fits, reason="" if m.fits else "breaks a memory limit"))
+    best = with_metadata(solve_problem(problem, "auto"), model, cluster)
+    if as_json:
+        click.echo(json.dumps({"given": with_metadata(given, model, cluster).to_dict(), "optimal": best.to_dict()}, indent=2))
+        return
+    rows = [("", "yours", "optimal"), ("stages", str(given.S), str(best.S)),
+            ("tau_max", f"{given.tau_max * 1e3:.2f} ms", f"{best.tau_max * 1e3:.2f} ms"),
+            ("sigma_max", f"{given.sigma_max * 1e3:.2f} ms", f"{best.sigma_max * 1e3:.2f} ms"),
+            (f"T at M={M}", f"{given.T * 1e3:.2f} ms", f"{best.T * 1e3:.2f} ms"),
+            ("throughput", f"{given.throughput:.2f} /s", f"{best.throughput:.2f} /s"),
+            ("fits memory", "yes" if given.feasible else "NO", "yes")]
+    for a, b, c in rows:
+        click.echo(f"{a:<12} {b:>14} {c:>14}")
+    if given.feasible and best.throughput > 0:
+        click.echo(f"the optimal plan's throughput is {best.throughput / given.throughput:.2f}x yours")

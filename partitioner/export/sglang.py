@@ -1,0 +1,101 @@
+"""SGLang: `python -m sglang.launch_server` per node with `SGLANG_PP_LAYER_PARTITION`.
+
+Rules, read from sgl-project/sglang (main, `python/sglang/srt/entrypoints/engine.py`):
+- Layer split: `python/sglang/srt/distributed/utils.py::get_pp_indices` reads
+  `SGLANG_PP_LAYER_PARTITION` with vLLM's checks (count == pp_size, sum == layers); the
+  embedding is on pp rank 0, the LM head on the last.
+- Ranks per node: `_calculate_rank_ranges` gives node `--node-rank r` the pp ranks
+  [r * ppn, (r + 1) * ppn) with ppn = max(pp_size // nnodes, 1), so every node must hold
+  the same number of consecutive stages (`node_ranks`); with pp_size % nnodes != 0 the last
+  ranks are never launched. Within a node the scheduler of pp rank p uses
+  `gpu_id = base_gpu_id + (p % ppn) * tp_size_per_node + tp_rank * gpu_id_step`, an index
+  into `CUDA_VISIBLE_DEVICES`, so listing the node's devices in stage order places them.
+- Minimum compute capability: no documented minimum was found in the source; not checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from partitioner.export.base import Export, ends_cannot_express, plan_warnings
+from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments
+from partitioner.export.shell import Step, is_host_name, listing
+from partitioner.export.view import PlanView, node_runs
+from partitioner.export.vllm import validate_partition
+from partitioner.export.workload import launchable
+
+__all__ = ["MIN_CC", "DIST_PORT", "node_ranks", "sglang_flags", "render"]
+
+MIN_CC: tuple[int, int] | None = None
+DIST_PORT = 5000
+
+
+def node_ranks(pp_size: int, nnodes: int, node_rank: int) -> range:
+    """The pp ranks SGLang launches on `node_rank` (tp_size 1): `_calculate_rank_ranges`."""
+    ppn = max(pp_size // nnodes, 1)
+    per_rank = max(nnodes // pp_size, 1)
+    return range(ppn * (node_rank // per_rank), ppn * (node_rank // per_rank + 1))
+
+
+def sglang_flags(view: PlanView) -> tuple[list[str], list[str]]:
+    """Workload flags of `sglang.launch_server` (server_args.py names) and warnings."""
+    w = launchable(view)
+    flags: list[str] = []
+    warn: list[str] = []
+    if w.dtype:
+        flags += ["--dtype", w.dtype]
+    if w.weights == "fp8":
+        flags += ["--quantization", "fp8"]
+    elif w.weights not in (None, "bf16", "fp16"):
+        warn.append(f"weights are {w.weights}: add --quantization for your checkpoint's method")
+    if w.kv_cache == "fp8":
+        flags += ["--kv-cache-dtype", "fp8_e4m3"]
+    if w.context:
+        flags += ["--context-length", str(w.context)]
+    if w.max_sequences:
+        flags += ["--max-running-requests", str(w.max_sequences)]
+    if not w.model_known:
+        warn.append("the plan has no model id (hf_id:); replace MODEL with the model to serve")
+    return flags, warn
+
+
+def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
+    """One `launch_server` per node in node-rank order (node 0 is stage 0's node)."""
+    ords, warnings = cuda_ordinals(view, ordinals)
+    warnings = plan_warnings(view) + warnings
+    cannot = ends_cannot_express(view, "SGLang")
+    partition = ",".join(str(c) for c in view.decoder_counts)
+    validate_partition(partition, view.S, view.num_decoder_layers)
+    flags, more = sglang_flags(view)
+    warnings += more
+    runs = node_runs(view)
+    nnodes = len(runs)
+    cannot += [f"SGLang cannot return to node {n!r}: its stages must be consecutive ranks" for n in interleaved_nodes(view)]
+    if not interleaved_nodes(view):
+        for r, (node, idx) in enumerate(runs):
+            if list(node_ranks(view.S, nnodes, r)) != idx:
+                cannot.append(
+                    f"SGLang launches pp ranks {list(node_ranks(view.S, nnodes, r))} on node rank {r} ({node!r}), "
+                    f"but the plan puts stages {idx} there (every node needs {view.S}/{nnodes} consecutive stages)"
+                )
+                break
+    head = runs[0][0]
+    head_addr = view.address(head) or head
+    if nnodes > 1 and view.address(head) is None:
+        warnings.append(f"no address: for node {head!r}: --dist-init-addr uses its node name as the host name")
+        if not is_host_name(head):
+            warnings.append(f"node name {head!r} is not a host name: set nodes: NAME: address: in cluster.yaml")
+    model = launchable(view).model
+    steps = []
+    for r, (node, idx) in enumerate(runs):
+        argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--pp-size", str(view.S), "--tp-size", "1"]
+        if nnodes > 1:
+            argv += ["--nnodes", str(nnodes), "--node-rank", str(r), "--dist-init-addr", f"{head_addr}:{DIST_PORT}"]
+        env = (
+            ("CUDA_VISIBLE_DEVICES", ",".join(str(ords[view.stages[s].device]) for s in idx)),
+            ("SGLANG_PP_LAYER_PARTITION", partition),
+        )
+        steps.append(Step(node, tuple(argv + flags), env, f"node rank {r}: pp ranks {idx[0]}-{idx[-1]}"))
+    header = [f"SGLang: pipeline rank k runs stage k ({view.S} ranks, tensor parallel 1, {nnodes} node(s))"]
+    header += [line[2:] for line in rank_comments(view)]
+    return Export("sglang", listing(header, steps), tuple(warnings), tuple(cannot), (), tuple(steps), not view.feasible)

@@ -1,0 +1,58 @@
+"""`partition score`: an engine's split or a layout scored with the plan's closed forms."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from partitioner.cli import main
+from partitioner.export import llamacpp
+from tests.test_plan_metadata import write
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_vllm_split_scored_by_hand(tmp_path: Path) -> None:
+    m, c = write(tmp_path)  # embed 1 ms, 6 blocks of 10 ms, head 2 ms on a T4
+    code, out, err = run("score", str(m), str(c), "--split", "vllm:2,4", "--devices", "a0,b0", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [s["tau"] for s in doc["given"]["stages"]] == pytest.approx([0.021, 0.042])  # embedding on rank 0, head on the last
+    assert doc["given"]["tau_max"] == pytest.approx(0.042) and doc["optimal"]["tau_max"] <= 0.042
+    code, out, _ = run("score", str(m), str(c), "--split", "vllm:2,4", "--devices", "a0,b0")
+    assert code == 0 and "42.00 ms" in out and "yours" in out and "optimal" in out
+
+
+def test_layout_yaml_and_llamacpp_ts(tmp_path: Path) -> None:
+    m, c = write(tmp_path)
+    layout = tmp_path / "layout.yaml"
+    layout.write_text("replicas:\n  - stages:\n      - {devices: [b0], layers: [0, 3]}\n      - {devices: [a0], layers: [3, 6]}\n")
+    code, out, _ = run("score", str(m), str(c), "--layout", str(layout), "--json")
+    assert code == 0 and [s["device"] for s in json.loads(out)["given"]["stages"]] == ["b0", "a0"]
+    assert [s["tau"] for s in json.loads(out)["given"]["stages"]] == pytest.approx([0.031, 0.032])
+    code, out, _ = run("score", str(m), str(c), "--split", "llamacpp:1,1", "--devices", "a0,b0", "--json")
+    counts = llamacpp.replay([1, 1], 6)
+    assert code == 0 and [s["decoder_layers"] for s in json.loads(out)["given"]["stages"]] == [counts[0], counts[1] - 1]
+
+
+def test_score_errors(tmp_path: Path) -> None:
+    m, c = write(tmp_path)
+    for args, needle in (
+        (["--split", "vllm:2,3", "--devices", "a0,b0"], "the counts sum to 5, but the model has 6 decoder layers"),
+        (["--split", "vllm:3,3", "--devices", "a0,zz"], "unknown devices ['zz']"),
+        (["--split", "ollama:3,3", "--devices", "a0,b0"], "--split takes ENGINE:a,b,..."),
+        (["--split", "vllm:6"], "give --split ENGINE:a,b,... with --devices"),
+        (["--split", "vllm:3,3", "--devices", "a0"], "2 stages but 1 devices"),
+    ):
+        code, _, err = run("score", str(m), str(c), *args)
+        assert code == 2 and needle in err and err.count("\n") == 1, (args, err)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("replicas:\n  - stages:\n      - {devices: [a0], layers: [1, 6]}\n")
+    code, _, err = run("score", str(m), str(c), "--layout", str(bad))
+    assert code == 2 and "replicas[0].stages[0].layers" in err
