@@ -43,10 +43,12 @@ __all__ = [
 ]
 
 Regime = Literal["async", "blocking"]
-Objective = Literal["balanced", "throughput", "makespan"]
+Objective = Literal["balanced", "throughput", "makespan", "serve"]
 Order = Literal["free", "fixed"]
 REGIMES: tuple[str, ...] = ("async", "blocking")
-OBJECTIVES: tuple[str, ...] = ("balanced", "throughput", "makespan")
+OBJECTIVES: tuple[str, ...] = ("balanced", "throughput", "makespan", "serve")
+# "serve" is an outer search over (batch, in_flight) (partitioner.serving.search) that calls the
+# exact solvers on "throughput" problems; a solver never sees it.
 ORDERS: tuple[str, ...] = ("free", "fixed")
 RTOL = 1e-9  # relative tolerance for comparing objective values (issue 4)
 
@@ -65,6 +67,14 @@ class CostTables:
                       saved when layer 0 and layer L-1 share one stage
     layer_kinds[l]    "embed", "decoder" or "head" (engine exports count decoder layers)
     params[l]         parameter count of layer l (DeepSpeed's `parameters` balance)
+
+    Serving (closed-loop decode, partitioner.serving; all optional, defaults keep old tables):
+    weight_gb[l]      the part of memory_gb[l] that is not KV cache (weights + workspace);
+                      memory_gb = weight_gb + kv_bytes_per_token·context·batch·in_flight / 1e9
+    kv_bytes_per_token[l]  KV-cache bytes one token of one sequence holds in layer l
+    context           KV positions held per sequence; batch B, in_flight K of the workload
+    prefill_cost[g, l], prefill_cut_bytes[l]  one prompt of `prompt_tokens` tokens (TTFT)
+    return_bytes      bytes of one micro-batch's sampled tokens sent back to stage 0
     """
 
     cost: np.ndarray
@@ -81,9 +91,23 @@ class CostTables:
     params: np.ndarray | None = None
     tied_gb: float = 0.0
     model_name: str = ""
+    weight_gb: np.ndarray | None = None
+    kv_bytes_per_token: np.ndarray | None = None
+    context: int = 0
+    batch: int = 1
+    in_flight: int = 1
+    prefill_cost: np.ndarray | None = None
+    prefill_cut_bytes: np.ndarray | None = None
+    prompt_tokens: int = 0
+    return_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         G, L = np.shape(self.cost)
+        optional = {"weight_gb": (L,), "kv_bytes_per_token": (L,), "prefill_cost": (G, L), "prefill_cut_bytes": (L,)}
+        for name, want in optional.items():
+            value = getattr(self, name)
+            if value is not None and np.shape(value) != want:
+                raise InputError(f"CostTables.{name} has shape {np.shape(value)}, expected {want}")
         checks = {
             "memory_gb": (np.shape(self.memory_gb), (L,)),
             "cut_bytes": (np.shape(self.cut_bytes), (L,)),
@@ -256,14 +280,15 @@ def objective_key(problem: Problem, m: Metrics) -> tuple[float, ...]:
     """The lexicographic objective of issue 4, smaller is better.
 
     balanced:   (tau_max, sigma_max, T(M))
-    throughput: (period, T(M)), period = tau_max (async) or sigma_max (blocking)
+    throughput: (period, T(M)), period = tau_max (async) or sigma_max (blocking); also the key
+                of "serve" for a fixed (batch, in_flight), the search's inner problem
     makespan:   (T(M),)
     with T from Thm 2 (async) or Thm 3 (blocking).
     """
     T = m.T_async if problem.regime == "async" else m.T_block
     if problem.objective == "balanced":
         return (m.tau_max, m.sigma_max, T)
-    if problem.objective == "throughput":
+    if problem.objective in ("throughput", "serve"):  # serve: the search's inner problem
         return (m.tau_max if problem.regime == "async" else m.sigma_max, T)
     return (T,)
 

@@ -18,6 +18,7 @@ from partitioner.problem import Problem, Solution, evaluate
 
 if TYPE_CHECKING:
     from partitioner.analysis import Analysis
+    from partitioner.serving import Serving
 
 __all__ = ["StagePlan", "Plan", "PLAN_FORMAT"]
 
@@ -85,13 +86,18 @@ class Plan:
     model: str
     num_layers: int
     wall_time_s: float = 0.0
+    serving: Serving | None = None  # closed-loop decode numbers (partitioner.serving.score)
+    frontier: tuple[dict[str, Any], ...] = ()  # serve objective: Pareto points tokens/s vs TPOT
 
     # -- construction -------------------------------------------------------------------
     @classmethod
     def from_solution(cls, problem: Problem, solution: Solution) -> Plan:
         """Score `solution` on `problem` from scratch and name every stage."""
+        from partitioner.serving import serving_of
+
         t = problem.tables
         m = evaluate(problem, solution.devices, solution.cuts)
+        serving = serving_of(t, solution.devices, solution.cuts, m, problem.regime)
         kinds = t.kinds
         stages = []
         for s, g in enumerate(solution.devices):
@@ -132,6 +138,7 @@ class Plan:
             model=t.model_name,
             num_layers=t.L,
             wall_time_s=solution.wall_time_s,
+            serving=serving,
         )
 
     # -- per-stage arrays and closed forms ------------------------------------------------
@@ -258,6 +265,8 @@ class Plan:
             "throughput": self.throughput,
             "first_latency": self.first_latency,
             "violating_links": self.violating_links(),
+            "serving": None if self.serving is None else self.serving.to_dict(),
+            **({"serving_frontier": list(self.frontier)} if self.frontier else {}),
         }
 
     def to_json(self) -> str:
