@@ -17,6 +17,7 @@ A plan is a sequence of distinct devices g_0..g_{S-1} and cut points
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -254,7 +255,7 @@ def check_structure(problem: Problem, devices: tuple[int, ...], cuts: tuple[int,
     S, L, G = len(devices), problem.L, problem.G
     if S == 0 or len(cuts) != S + 1:
         raise InputError(f"a plan needs S >= 1 devices and S+1 cuts (got {devices}, {cuts})")
-    if cuts[0] != 0 or cuts[-1] != L or any(a >= b for a, b in zip(cuts, cuts[1:])):
+    if cuts[0] != 0 or cuts[-1] != L or any(a >= b for a, b in itertools.pairwise(cuts)):
         raise InputError(f"cuts must rise strictly from 0 to L={L} (got {list(cuts)})")
     if len(set(devices)) != S or any(not 0 <= g < G for g in devices):
         raise InputError(f"devices must be distinct indices in [0, {G}) (got {list(devices)})")
@@ -295,7 +296,7 @@ def objective_key(problem: Problem, m: Metrics) -> tuple[float, ...]:
 
 def lex_compare(a: tuple[float, ...], b: tuple[float, ...], rtol: float = RTOL) -> int:
     """-1, 0 or 1 as a <, ==, > b lexicographically, each component equal within `rtol`."""
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if abs(x - y) <= max(rtol * max(abs(x), abs(y)), 1e-12):
             continue
         return -1 if x < y else 1

@@ -8,12 +8,21 @@ Forms 1-2 take a ``workload:`` section that the roofline cost model (partitioner
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from partitioner.models import catalog
-from partitioner.models.fields import Frozen, LocatedValueError, Name, NonNegative, NonNegativeInt, Positive, PositiveInt
+from partitioner.models.fields import (
+    Frozen,
+    LocatedValueError,
+    Name,
+    NonNegative,
+    NonNegativeInt,
+    Positive,
+    PositiveInt,
+)
 
 __all__ = ["Precision", "Architecture", "Workload", "LayerEntry", "ModelSpec"]
 
@@ -101,7 +110,7 @@ def _check_cost(value: dict[str, Any]) -> dict[str, Any]:
             sizes = list(table)
             if not sizes:
                 raise LocatedValueError((key,), "a batch table needs at least one size: seconds row")
-            for a, b in zip(sizes, sizes[1:]):
+            for a, b in itertools.pairwise(sizes):
                 if b <= a:
                     raise LocatedValueError((key,), f"batch sizes must increase (got {b} after {a})")
     return value
