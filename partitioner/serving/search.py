@@ -33,7 +33,9 @@ Why this grid is enough:
   right side is K/(K+m-1)·((m-1)·w + R), whose least value over splits is the exact "makespan"
   optimum T*(m) (Thm 2 at M = m) plus d_ret. So P* >= K·(T*(m) + d_ret_lb)/(K+m-1) for every
   m >= 1; m = 1 bounds by the round trip alone, m = K+1 weighs both terms equally, and each
-  solve's split is a candidate too. Only points whose bound could beat the best are tightened.
+  solve's split is a candidate too, and so are the engine baselines' splits at that (B, K) (so
+  the search never loses to a baseline under the same model). Only points whose bound could
+  beat the best are tightened.
   The plan is proven optimal over the grid when no bound exceeds the best tokens/s.
   Baselines (`even`, ...) keep their own split at every (B, K).
 """
@@ -177,10 +179,28 @@ class _Search:
                 except InfeasibleError:
                     break
                 p.period_lb = max(p.period_lb, K * (sol.lower_bound + d_ret_lb) / (K + m - 1))
-                other = self.score(replace(problem, M=K, objective="throughput"), sol, 0.0)
-                other.period_lb, other.w_lb = p.period_lb, p.w_lb
-                if _limit_reason(other.serving, self.limits) is None:
-                    self.ok.append(other)
+                self.candidate(p, replace(problem, M=K, objective="throughput"), sol)
+            else:
+                self.baselines(p)
+
+    def candidate(self, p: Point, problem: Problem, sol: Solution) -> None:
+        other = self.score(problem, sol, 0.0)
+        other.period_lb, other.w_lb = p.period_lb, p.w_lb
+        if _limit_reason(other.serving, self.limits) is None:
+            self.ok.append(other)
+
+    def baselines(self, p: Point) -> None:
+        """The engines' own splits at p's (B, K) as candidates, so the search never loses to one."""
+        from partitioner import solvers
+
+        best = max(q.serving.tokens_per_s for q in self.ok)
+        if self.upper(p) <= best * (1 + RTOL) or p.proven:
+            return
+        for name in solvers.BASELINES:
+            sol = solvers.solve(p.problem, name)
+            self.solves += 1
+            if sol.feasible:
+                self.candidate(p, p.problem, sol)
 
     def timed_out(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
