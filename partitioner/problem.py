@@ -49,7 +49,7 @@ Order = Literal["free", "fixed"]
 REGIMES: tuple[str, ...] = ("async", "blocking")
 OBJECTIVES: tuple[str, ...] = ("balanced", "throughput", "makespan", "serve")
 # "serve" is an outer search over (batch, in_flight) (partitioner.serving.search) that calls the
-# exact solvers on "throughput" problems; a solver never sees it.
+# exact solvers on "throughput" problems; a Problem given "serve" becomes "throughput".
 ORDERS: tuple[str, ...] = ("free", "fixed")
 RTOL = 1e-9  # relative tolerance for comparing objective values (issue 4)
 
@@ -161,6 +161,10 @@ class Problem:
         ):
             if value not in allowed:
                 raise InputError(f"{name} must be one of {', '.join(allowed)} (got {value!r})")
+        if self.objective == "serve":
+            # for one (batch, in_flight) the serve objective's inner problem is the throughput one
+            # (partitioner.serving.search); solvers only ever see the latter
+            object.__setattr__(self, "objective", "throughput")
 
     @property
     def G(self) -> int:

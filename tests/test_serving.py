@@ -257,3 +257,13 @@ def test_api_serve_limits_are_checked():
     p = partitioner.plan(EX / "models" / "llama-3.1-8b.yaml", SEED, objective="serve", max_batch=4, ttft_ms=5000)
     assert p.serving.batch <= 4 and p.serving.ttft_s <= 5.0
     assert math.isfinite(p.serving.tokens_per_s)
+
+
+def test_the_cli_objective_choices_are_the_registry():
+    """cli/plan.py keeps a numpy-free copy for an instant --help; it must equal problem.OBJECTIVES."""
+    from partitioner.cli.plan import OBJECTIVES as CLI
+    from partitioner.problem import OBJECTIVES, Problem
+
+    assert CLI == OBJECTIVES and "serve" in OBJECTIVES
+    t = build_tables(load_model(EX / "models" / "llama-3.1-8b.yaml"), load_cluster(SEED))
+    assert Problem(t, objective="serve").objective == "throughput"  # what a solver sees

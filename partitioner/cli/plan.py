@@ -9,7 +9,7 @@ import click
 __all__ = ["plan"]
 
 SOLVER_CHOICES = ["auto", "dp", "cpsat", "brute", "even", "memory", "params", "speed"]
-OBJECTIVES = ("balanced", "throughput", "makespan", "serve")  # = partitioner.problem.OBJECTIVES (test_cli_plan)
+OBJECTIVES = ("balanced", "throughput", "makespan", "serve")  # = problem.OBJECTIVES, numpy-free (test_serving)
 EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpipe", "megatron", "json"]
 
 
