@@ -267,3 +267,12 @@ def test_the_cli_objective_choices_are_the_registry():
     assert CLI == OBJECTIVES and "serve" in OBJECTIVES
     t = build_tables(load_model(EX / "models" / "llama-3.1-8b.yaml"), load_cluster(SEED))
     assert Problem(t, objective="serve").objective == "throughput"  # what a solver sees
+
+
+def test_an_infeasible_plan_names_the_kv_cache_when_it_does_not_fit():
+    code, out, _ = run("plan", EX / "models" / "llama-3.1-8b.yaml", SEED, "--solver", "even", "--json")
+    plan = json.loads(out)
+    s = plan["serving"]
+    assert code == 0 and not plan["feasible"] and s["max_sequences"] < s["batch"] * s["in_flight"]
+    assert re.search(rf"KV cache: stage {s['capacity_stage']} \(\S+\) holds {s['max_sequences']} sequences at "
+                     rf"context {s['context']}, the workload needs {s['in_flight']} × {s['batch']}", plan["reason"])
