@@ -137,6 +137,7 @@ def serve_plan(
     tpot_ms: float | None = None,
     ttft_ms: float | None = None,
     max_batch: int | None = None,
+    progress: Callable[[int, float, float], None] | None = None,
 ) -> Plan:
     """The split, batch and in-flight count with the most decode tokens/s (partitioner.serving.search)."""
     import dataclasses
@@ -160,7 +161,7 @@ def serve_plan(
     result = search(
         lambda B: build_tables(model.with_batch(B, 1), cluster), batches, regime=regime,
         order=order or str(getattr(cluster, "order", "free")), solver=solver, limits=limits,
-        time_limit_s=time_limit_s,
+        time_limit_s=time_limit_s, progress=progress,
     )
     best = result.best
     out = Plan.from_solution(best.problem, best.solution)

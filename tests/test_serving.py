@@ -276,3 +276,19 @@ def test_an_infeasible_plan_names_the_kv_cache_when_it_does_not_fit():
     assert code == 0 and not plan["feasible"] and s["max_sequences"] < s["batch"] * s["in_flight"]
     assert re.search(rf"KV cache: stage {s['capacity_stage']} \(\S+\) holds {s['max_sequences']} sequences at "
                      rf"context {s['context']}, the workload needs {s['in_flight']} × {s['batch']}", plan["reason"])
+
+
+def test_a_time_limit_returns_the_best_so_far_without_a_bound():
+    rng = np.random.default_rng(3)
+    tables, Bmax = _hand_tables(rng, G=3, L=5)
+    calls = []
+
+    def slow(B: int) -> CostTables:
+        calls.append(B)
+        import time
+
+        time.sleep(0.05)
+        return tables[B]
+
+    res = search(slow, list(range(1, Bmax + 1)), order="free", time_limit_s=0.01)
+    assert calls == [1] and math.isinf(res.upper_bound) and not res.proven and res.notes

@@ -140,6 +140,8 @@ def _proof_line(plan: Plan) -> str:
         head = f"solver {plan.solver} per (batch, in flight), serve search over the batch grid: "
         if plan.optimal:
             return head + "proven optimal"
+        if plan.lower_bound <= 0:
+            return head + f"status {plan.status}: the grid was not searched to the end, no bound"
         return head + f"tokens/s within {gap:.1%} of the upper bound {1 / plan.lower_bound:,.4g}"
     if plan.optimal:
         return f"solver {plan.solver}: proven optimal ({plan.objective}, {plan.regime})"

@@ -65,7 +65,8 @@ def plan(
         from partitioner.api import serve_plan
 
         result = serve_plan(model_file, cluster_file, regime=regime, solver=solver, order=order,
-                            time_limit_s=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch)
+                            time_limit_s=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
+                            progress=_serve_progress)
     else:
         progress = None if as_json else _progress_printer()
         result = solve_problem(problem, solver, progress)
@@ -97,6 +98,11 @@ def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float |
     given = [n for n, v in (("--tpot-ms", tpot_ms), ("--ttft-ms", ttft_ms), ("--max-batch", max_batch)) if v is not None]
     if given and objective != "serve":
         raise InputError(f"{given[0]} needs --objective serve (got --objective {objective})")
+
+
+def _serve_progress(batch: int, best: float, elapsed: float) -> None:
+    """The serve search's progress on stderr (after each batch size, once a second has passed)."""
+    click.echo(f"  serve {elapsed:6.2f}s  batch {batch} searched  best {best:,.4g} tokens/s", err=True)
 
 
 def _progress_printer() -> Any:

@@ -327,9 +327,12 @@ def search(
     solver: str = "auto",
     limits: Limits = Limits(),
     time_limit_s: float | None = None,
+    progress: Callable[[int, float, float], None] | None = None,
 ) -> SearchResult:
     """The best (B, K, split) and the Pareto frontier (module doc). `batches=None`: the roofline
-    grid up to the memory limit; else the given batch sizes in rising order."""
+    grid up to the memory limit; else the given batch sizes in rising order. `progress(B, best
+    tokens/s, elapsed s)` is called after each batch once a second has passed; Ctrl-C (and the
+    time limit) stop the grid and return the best plan so far, without a bound."""
     from partitioner.solvers import BASELINES
 
     t0 = time.monotonic()
@@ -339,22 +342,33 @@ def search(
     cap = min(limits.max_batch or MAX_BATCH, MAX_BATCH)
     grid = batch_grid(cap) if batches is None else [b for b in batches if b <= cap]
     done: list[int] = []
-    for i, B in enumerate(grid):
-        if run.timed_out():
-            break
-        if not run.one_batch(B):
-            if batches is None and i > 0 and grid[i - 1] + 1 < B:
-                done += _last_fitting(run, grid[i - 1] + 1, B - 1)
-            break
-        done.append(B)
+    complete = True
+    try:
+        for i, B in enumerate(grid):
+            if run.timed_out():
+                complete = False
+                break
+            if not run.one_batch(B):
+                if batches is None and i > 0 and grid[i - 1] + 1 < B:
+                    done += _last_fitting(run, grid[i - 1] + 1, B - 1)
+                break
+            done.append(B)
+            if progress is not None and run.ok and time.monotonic() - t0 > 1.0:
+                progress(B, max(p.serving.tokens_per_s for p in run.ok), time.monotonic() - t0)
+    except KeyboardInterrupt:
+        if not run.ok:
+            raise
+        complete = False
+        run.deadline = time.monotonic()  # no tightening either: return what we have
     if not run.ok:
         raise _no_point(run, limits)
     spend = max(1.0, time.monotonic() - t0)  # tightening takes at most as long as the grid did
     run.tighten(max(p.serving.tokens_per_s for p in run.ok), _d_ret_lb(run.all[0].problem.tables), spend)
     best = max(run.ok, key=lambda p: (p.serving.tokens_per_s, -p.serving.tpot_s))
     best = replace(best, serving=best.serving.with_binding(_binding(best, run.ok, limits)))
-    notes = [] if not run.timed_out() else [f"time limit {time_limit_s:g} s reached: best plan so far"]
-    upper = max([best.serving.tokens_per_s, *(run.upper(p) for p in run.all)])
+    notes = [] if complete and not run.timed_out() else ["stopped (time limit or Ctrl-C): best plan so far"]
+    # a grid cut short by the time limit bounds nothing beyond what it searched
+    upper = max([best.serving.tokens_per_s, *(run.upper(p) for p in run.all)]) if complete else math.inf
     return SearchResult(best, pareto(run.ok), run.points, run.solves, done, time.monotonic() - t0, upper, notes)
 
 
