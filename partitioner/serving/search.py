@@ -240,7 +240,7 @@ class _Search:
         base = self.tables_at(B)
         r_lb = float(np.sum(base.cost.min(axis=0)))
         K = 1
-        while not self.timed_out():
+        while K == 1 or not self.timed_out():  # at least one point, whatever the clock says
             found = self.solve(with_in_flight(base, K), K)
             if found is None:
                 return K > 1
@@ -303,6 +303,8 @@ def fmt_time(seconds: float) -> str:
 
 
 def _no_point(run: _Search, limits: Limits) -> PartitionerError:
+    if run.points == 0 and run.timed_out():
+        return InfeasibleError("the time limit ran out before any batch and in-flight count was searched")
     if run.points == 0:
         return InfeasibleError("no batch and in-flight count fits: even one sequence's KV cache does not fit")
     if limits.tpot_s is not None and run.fastest is not None and run.fastest[0] > limits.tpot_s:
