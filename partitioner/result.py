@@ -265,9 +265,18 @@ class Plan:
             "throughput": self.throughput,
             "first_latency": self.first_latency,
             "violating_links": self.violating_links(),
-            "serving": None if self.serving is None else self.serving.to_dict(),
+            "serving": self._serving_dict(),
             **({"serving_frontier": list(self.frontier)} if self.frontier else {}),
         }
+
+    def _serving_dict(self) -> dict[str, Any] | None:
+        """`Serving.to_dict` plus the name of the device whose KV capacity binds."""
+        if self.serving is None:
+            return None
+        out = self.serving.to_dict()
+        k = self.serving.capacity_stage
+        out["capacity_device"] = None if k is None or k >= self.S else self.stages[k].device
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
