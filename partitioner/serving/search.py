@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from partitioner.errors import InfeasibleError, PartitionerError
+from partitioner.errors import InfeasibleError, InputError, PartitionerError
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
 from partitioner.serving.score import Serving, serving_of
 
@@ -150,6 +150,7 @@ class _Search:
         self.solves = self.points = 0
         self.ok: list[Point] = []
         self.all: list[Point] = []
+        self.first_batch = 1
         self.fastest: tuple[float, Serving] | None = None  # least TPOT seen (for the error)
         self.quickest: tuple[float, Serving] | None = None  # least TTFT seen
 
@@ -306,7 +307,10 @@ def _no_point(run: _Search, limits: Limits) -> PartitionerError:
     if run.points == 0 and run.timed_out():
         return InfeasibleError("the time limit ran out before any batch and in-flight count was searched")
     if run.points == 0:
-        return InfeasibleError("no batch and in-flight count fits: even one sequence's KV cache does not fit")
+        from partitioner.problem import explain_infeasible
+
+        first = run.tables_at(run.first_batch)
+        return InfeasibleError(f"not even {first.batch} sequence(s) fit: " + explain_infeasible(with_in_flight(first, 1)))
     if limits.tpot_s is not None and run.fastest is not None and run.fastest[0] > limits.tpot_s:
         t, s = run.fastest
         return InfeasibleError(
@@ -343,6 +347,9 @@ def search(
                   exact=solver not in BASELINES)
     cap = min(limits.max_batch or MAX_BATCH, MAX_BATCH)
     grid = batch_grid(cap) if batches is None else [b for b in batches if b <= cap]
+    if not grid:
+        raise InputError(f"no batch size to search: the batches {batches} are all above max_batch {cap}")
+    run.first_batch = grid[0]
     done: list[int] = []
     complete = True
     try:
