@@ -35,8 +35,9 @@ Why this grid is enough:
   m >= 1; m = 1 bounds by the round trip alone, m = K+1 weighs both terms equally, and each
   solve's split is a candidate too, and so are the engine baselines' splits at that (B, K) (so
   the search never loses to a baseline under the same model). Only points whose bound could
-  beat the best are tightened, with at most TIGHTEN_SOLVES solves and no longer than the grid
-  search took (the gap left is reported).
+  beat the best are tightened, with at most TIGHTEN_SOLVES solves and none on instances with
+  G·L > TIGHTEN_MAX_SIZE, where one makespan solve takes seconds (a fixed budget keeps the
+  answer deterministic; the gap left is reported).
   The plan is proven optimal over the grid when no bound exceeds the best tokens/s.
   Baselines (`even`, ...) keep their own split at every (B, K).
 """
@@ -59,6 +60,7 @@ __all__ = ["Limits", "Point", "SearchResult", "batch_grid", "with_in_flight", "s
 MAX_BATCH = 4096  # the grid's ceiling when neither memory nor --max-batch stops it
 EXACT_GRID = 64
 TIGHTEN_SOLVES = 16  # "makespan" solves spent closing round-trip gaps (each as costly as a plan)
+TIGHTEN_MAX_SIZE = 1000  # G·L above which a makespan solve takes seconds: no tightening (gap reported)
 
 
 @dataclass(frozen=True)
@@ -161,18 +163,18 @@ class _Search:
             return 0.0
         return math.inf if p.period_lb <= 0 else p.serving.sequences / p.period_lb
 
-    def tighten(self, best: float, d_ret_lb: float, spend_s: float) -> None:
+    def tighten(self, best: float, d_ret_lb: float) -> None:
         """Close the gap of points that might beat `best` (module doc, "Exactness"): solve the
         "makespan" objective at M = m, min (m-1)·w + Στ + Σd = T*(m), for m = K + 1 and m = 1;
         each gives a bound P* >= K·(T*(m) + d_ret_lb) / (K + m - 1) and a split, scored too."""
         from partitioner import solvers
 
-        budget = TIGHTEN_SOLVES
-        stop = time.monotonic() + spend_s
+        t = self.all[0].problem.tables
+        budget = TIGHTEN_SOLVES if t.G * t.L <= TIGHTEN_MAX_SIZE else 0
         for p in sorted(self.all, key=lambda p: -self.upper(p)):
             K = p.problem.M
             for m in (K + 1, 1):
-                if self.timed_out() or not self.exact or budget <= 0 or time.monotonic() > stop:
+                if self.timed_out() or not self.exact or budget <= 0:
                     return
                 budget -= 1
                 best = max([best, *(q.serving.tokens_per_s for q in self.ok)])
@@ -371,8 +373,7 @@ def search(
         run.deadline = time.monotonic()  # no tightening either: return what we have
     if not run.ok:
         raise _no_point(run, limits)
-    spend = max(1.0, time.monotonic() - t0)  # tightening takes at most as long as the grid did
-    run.tighten(max(p.serving.tokens_per_s for p in run.ok), _d_ret_lb(run.all[0].problem.tables), spend)
+    run.tighten(max(p.serving.tokens_per_s for p in run.ok), _d_ret_lb(run.all[0].problem.tables))
     best = max(run.ok, key=lambda p: (p.serving.tokens_per_s, -p.serving.tpot_s))
     best = replace(best, serving=best.serving.with_binding(_binding(best, run.ok, limits)))
     notes = [] if complete and not run.timed_out() else ["stopped (time limit or Ctrl-C): best plan so far"]
