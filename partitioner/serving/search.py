@@ -33,8 +33,9 @@ Why this grid is enough:
   right side is K/(K+m-1)·((m-1)·w + R), whose least value over splits is the exact "makespan"
   optimum T*(m) (Thm 2 at M = m) plus d_ret. So P* >= K·(T*(m) + d_ret_lb)/(K+m-1) for every
   m >= 1; m = 1 bounds by the round trip alone, m = K+1 weighs both terms equally, and each
-  solve's split is a candidate too, and so are the engine baselines' splits at that (B, K) (so
-  the search never loses to a baseline under the same model). Only points whose bound could
+  solve's split is a candidate too, and so are the engine baselines' splits at the first
+  BASELINE_POINTS such (B, K) (a baseline can beat the search only at a point whose bound
+  exceeds the best, so with the gap closed the search never loses to one). Only points whose bound could
   beat the best are tightened, with at most TIGHTEN_SOLVES solves and none on instances with
   G·L > TIGHTEN_MAX_SIZE, where one makespan solve takes seconds (a fixed budget keeps the
   answer deterministic; the gap left is reported).
@@ -61,6 +62,7 @@ MAX_BATCH = 4096  # the grid's ceiling when neither memory nor --max-batch stops
 EXACT_GRID = 64
 TIGHTEN_SOLVES = 16  # "makespan" solves spent closing round-trip gaps (each as costly as a plan)
 TIGHTEN_MAX_SIZE = 1000  # G·L above which a makespan solve takes seconds: no tightening (gap reported)
+BASELINE_POINTS = 4  # points whose bound could beat the best that also try the baselines' splits
 
 
 @dataclass(frozen=True)
@@ -163,23 +165,29 @@ class _Search:
             return 0.0
         return math.inf if p.period_lb <= 0 else p.serving.sequences / p.period_lb
 
-    def tighten(self, best: float, d_ret_lb: float) -> None:
-        """Close the gap of points that might beat `best` (module doc, "Exactness"): solve the
+    def could_beat(self, p: Point) -> bool:
+        best = max(q.serving.tokens_per_s for q in self.ok)
+        return not p.proven and self.upper(p) > best * (1 + RTOL)
+
+    def tighten(self, d_ret_lb: float) -> None:
+        """Close the gap of points that might beat the best (module doc, "Exactness"): solve the
         "makespan" objective at M = m, min (m-1)·w + Στ + Σd = T*(m), for m = K + 1 and m = 1;
-        each gives a bound P* >= K·(T*(m) + d_ret_lb) / (K + m - 1) and a split, scored too."""
+        each gives a bound P* >= K·(T*(m) + d_ret_lb) / (K + m - 1) and a split, scored too; then
+        the baselines' splits. Points are taken by falling bound, so the first that cannot beat
+        the best ends it (the best only rises)."""
         from partitioner import solvers
 
         t = self.all[0].problem.tables
         budget = TIGHTEN_SOLVES if t.G * t.L <= TIGHTEN_MAX_SIZE else 0
+        rounds = BASELINE_POINTS
         for p in sorted(self.all, key=lambda p: -self.upper(p)):
+            if not self.exact or self.timed_out() or not self.could_beat(p) or (budget <= 0 and rounds <= 0):
+                return
             K = p.problem.M
             for m in (K + 1, 1):
-                if self.timed_out() or not self.exact or budget <= 0:
-                    return
-                budget -= 1
-                best = max([best, *(q.serving.tokens_per_s for q in self.ok)])
-                if self.upper(p) <= best * (1 + RTOL) or p.proven:
+                if budget <= 0 or not self.could_beat(p):
                     break
+                budget -= 1
                 problem = replace(p.problem, M=m, objective="makespan")
                 self.solves += 1
                 try:
@@ -188,7 +196,8 @@ class _Search:
                     break
                 p.period_lb = max(p.period_lb, K * (sol.lower_bound + d_ret_lb) / (K + m - 1))
                 self.candidate(p, replace(problem, M=K, objective="throughput"), sol)
-            else:
+            if rounds > 0 and self.could_beat(p):
+                rounds -= 1
                 self.baselines(p)
 
     def candidate(self, p: Point, problem: Problem, sol: Solution) -> None:
@@ -201,9 +210,6 @@ class _Search:
         """The engines' own splits at p's (B, K) as candidates, so the search never loses to one."""
         from partitioner import solvers
 
-        best = max(q.serving.tokens_per_s for q in self.ok)
-        if self.upper(p) <= best * (1 + RTOL) or p.proven:
-            return
         for name in solvers.BASELINES:
             sol = solvers.solve(p.problem, name)
             self.solves += 1
@@ -373,7 +379,7 @@ def search(
         run.deadline = time.monotonic()  # no tightening either: return what we have
     if not run.ok:
         raise _no_point(run, limits)
-    run.tighten(max(p.serving.tokens_per_s for p in run.ok), _d_ret_lb(run.all[0].problem.tables))
+    run.tighten(_d_ret_lb(run.all[0].problem.tables))
     best = max(run.ok, key=lambda p: (p.serving.tokens_per_s, -p.serving.tpot_s))
     best = replace(best, serving=best.serving.with_binding(_binding(best, run.ok, limits)))
     notes = [] if complete and not run.timed_out() else ["stopped (time limit or Ctrl-C): best plan so far"]
