@@ -220,6 +220,7 @@ def test_serve_objective_cli_json_and_table():
     model = EX / "models" / "llama-3.1-8b.yaml"
     code, out, err = run("plan", model, SEED, "--objective", "serve", "--json")
     assert code == 0, err
+    assert run("plan", model, SEED, "--objective", "serve", "--json")[1] == out  # deterministic
     plan = json.loads(out)
     s = plan["serving"]
     assert plan["objective"] == "serve" and s["max_sequences"] >= s["batch"] * s["in_flight"]
@@ -292,3 +293,13 @@ def test_a_time_limit_returns_the_best_so_far_without_a_bound():
 
     res = search(slow, list(range(1, Bmax + 1)), order="free", time_limit_s=0.01)
     assert calls == [1] and math.isinf(res.upper_bound) and not res.proven and res.notes
+
+
+def test_blocking_serve_plan_scores_with_the_closed_loop_sigma():
+    import partitioner
+
+    p = partitioner.plan(EX / "models" / "qwen2.5-14b.yaml", SEED, objective="serve", regime="blocking")
+    s = p.serving
+    assert p.regime == "blocking"
+    assert s.tpot_s == pytest.approx(decode_period(p.tau, p.d, s.in_flight, s.d_ret_s, regime="blocking"))
+    assert s.tpot_s >= s.in_flight * p.sigma_max * (1 - 1e-12)
