@@ -121,7 +121,8 @@ class LayerEntry(Frozen):
 
     A cost is seconds per micro-batch, or a table ``{1: s, 8: s, 32: s}`` of seconds at each
     batch size, interpolated linearly (an error outside it). `prefill_cost` is the same keyed by
-    prompt tokens (one prompt's pass, for the TTFT). `memory_gb` excludes the KV cache, which is
+    prompt tokens (one prompt's pass; the TTFT is reported when every entry has one). `memory_gb`
+    excludes the KV cache, which is
     kv_bytes_per_token per token of every sequence held (default 0: memory_gb is all of it).
     """
 
