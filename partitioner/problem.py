@@ -17,6 +17,7 @@ A plan is a sequence of distinct devices g_0..g_{S-1} and cut points
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -43,10 +44,12 @@ __all__ = [
 ]
 
 Regime = Literal["async", "blocking"]
-Objective = Literal["balanced", "throughput", "makespan"]
+Objective = Literal["balanced", "throughput", "makespan", "serve"]
 Order = Literal["free", "fixed"]
 REGIMES: tuple[str, ...] = ("async", "blocking")
-OBJECTIVES: tuple[str, ...] = ("balanced", "throughput", "makespan")
+OBJECTIVES: tuple[str, ...] = ("balanced", "throughput", "makespan", "serve")
+# "serve" is an outer search over (batch, in_flight) (partitioner.serving.search) that calls the
+# exact solvers on "throughput" problems; a Problem given "serve" becomes "throughput".
 ORDERS: tuple[str, ...] = ("free", "fixed")
 RTOL = 1e-9  # relative tolerance for comparing objective values (issue 4)
 
@@ -65,6 +68,14 @@ class CostTables:
                       saved when layer 0 and layer L-1 share one stage
     layer_kinds[l]    "embed", "decoder" or "head" (engine exports count decoder layers)
     params[l]         parameter count of layer l (DeepSpeed's `parameters` balance)
+
+    Serving (closed-loop decode, partitioner.serving; all optional, defaults keep old tables):
+    weight_gb[l]      the part of memory_gb[l] that is not KV cache (weights + workspace);
+                      memory_gb = weight_gb + kv_bytes_per_token·context·batch·in_flight / 1e9
+    kv_bytes_per_token[l]  KV-cache bytes one token of one sequence holds in layer l
+    context           KV positions held per sequence; batch B, in_flight K of the workload
+    prefill_cost[g, l], prefill_cut_bytes[l]  one prompt of `prompt_tokens` tokens (TTFT)
+    return_bytes      bytes of one micro-batch's sampled tokens sent back to stage 0
     """
 
     cost: np.ndarray
@@ -81,9 +92,23 @@ class CostTables:
     params: np.ndarray | None = None
     tied_gb: float = 0.0
     model_name: str = ""
+    weight_gb: np.ndarray | None = None
+    kv_bytes_per_token: np.ndarray | None = None
+    context: int = 0
+    batch: int = 1
+    in_flight: int = 1
+    prefill_cost: np.ndarray | None = None
+    prefill_cut_bytes: np.ndarray | None = None
+    prompt_tokens: int = 0
+    return_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         G, L = np.shape(self.cost)
+        optional = {"weight_gb": (L,), "kv_bytes_per_token": (L,), "prefill_cost": (G, L), "prefill_cut_bytes": (L,)}
+        for name, want in optional.items():
+            value = getattr(self, name)
+            if value is not None and np.shape(value) != want:
+                raise InputError(f"CostTables.{name} has shape {np.shape(value)}, expected {want}")
         checks = {
             "memory_gb": (np.shape(self.memory_gb), (L,)),
             "cut_bytes": (np.shape(self.cut_bytes), (L,)),
@@ -136,6 +161,10 @@ class Problem:
         ):
             if value not in allowed:
                 raise InputError(f"{name} must be one of {', '.join(allowed)} (got {value!r})")
+        if self.objective == "serve":
+            # for one (batch, in_flight) the serve objective's inner problem is the throughput one
+            # (partitioner.serving.search); solvers only ever see the latter
+            object.__setattr__(self, "objective", "throughput")
 
     @property
     def G(self) -> int:
@@ -230,7 +259,7 @@ def check_structure(problem: Problem, devices: tuple[int, ...], cuts: tuple[int,
     S, L, G = len(devices), problem.L, problem.G
     if S == 0 or len(cuts) != S + 1:
         raise InputError(f"a plan needs S >= 1 devices and S+1 cuts (got {devices}, {cuts})")
-    if cuts[0] != 0 or cuts[-1] != L or any(a >= b for a, b in zip(cuts, cuts[1:])):
+    if cuts[0] != 0 or cuts[-1] != L or any(a >= b for a, b in itertools.pairwise(cuts)):
         raise InputError(f"cuts must rise strictly from 0 to L={L} (got {list(cuts)})")
     if len(set(devices)) != S or any(not 0 <= g < G for g in devices):
         raise InputError(f"devices must be distinct indices in [0, {G}) (got {list(devices)})")
@@ -256,21 +285,22 @@ def objective_key(problem: Problem, m: Metrics) -> tuple[float, ...]:
     """The lexicographic objective of issue 4, smaller is better.
 
     balanced:   (tau_max, sigma_max, T(M))
-    throughput: (period, T(M)), period = tau_max (async) or sigma_max (blocking)
+    throughput: (period, T(M)), period = tau_max (async) or sigma_max (blocking); also the key
+                of "serve" for a fixed (batch, in_flight), the search's inner problem
     makespan:   (T(M),)
     with T from Thm 2 (async) or Thm 3 (blocking).
     """
     T = m.T_async if problem.regime == "async" else m.T_block
     if problem.objective == "balanced":
         return (m.tau_max, m.sigma_max, T)
-    if problem.objective == "throughput":
+    if problem.objective in ("throughput", "serve"):  # serve: the search's inner problem
         return (m.tau_max if problem.regime == "async" else m.sigma_max, T)
     return (T,)
 
 
 def lex_compare(a: tuple[float, ...], b: tuple[float, ...], rtol: float = RTOL) -> int:
     """-1, 0 or 1 as a <, ==, > b lexicographically, each component equal within `rtol`."""
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if abs(x - y) <= max(rtol * max(abs(x), abs(y)), 1e-12):
             continue
         return -1 if x < y else 1

@@ -93,8 +93,8 @@ MODEL_CASES = [
     ("layers:\n  - name: x\n    cost: {t4: -0.1}\n    memory_gb: 1\n", "layers[0].cost.t4", 3, r"greater than 0 \(got -0.1\)"),
     ("layers:\n  - name: x\n    cost: {}\n    memory_gb: 1\n", "layers[0].cost", 3, r"at least one GPU id or device name"),
     ("layers:\n  - name: x\n    cost: {t4: 0.1}\n    memory_gb: 1\n    kind: encoder\n", "layers[0].kind", 5, r"'embed', 'decoder' or 'head'"),
-    ("layers:\n  - {name: x, cost: {t4: 0.1}, memory_gb: 1}\nworkload: {batch: 2}\n", "workload", 3,
-     r"a measured profile \(layers:\) takes no workload"),
+    ("layers:\n  - {name: x, cost: {t4: 0.1}, memory_gb: 1}\nworkload: {weights: fp8}\n", "workload.weights", 3,
+     r"a measured profile \(layers:\) takes only batch, prompt_tokens, context, in_flight"),
 ]
 
 

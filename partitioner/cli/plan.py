@@ -9,7 +9,9 @@ import click
 __all__ = ["plan"]
 
 SOLVER_CHOICES = ["auto", "dp", "cpsat", "brute", "even", "memory", "params", "speed"]
+OBJECTIVES = ("balanced", "throughput", "makespan", "serve")  # = problem.OBJECTIVES, numpy-free (test_serving)
 EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpipe", "megatron", "json"]
+ENGINES = ("generic", "llamacpp", "vllm", "sglang", "trtllm")  # = catalog.ids("engines"), yaml-free (test)
 
 
 @click.command("plan")
@@ -18,19 +20,27 @@ EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpi
 @click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True, help="Micro-batches in flight.")
 @click.option("--regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True)
 @click.option(
-    "--objective", type=click.Choice(["balanced", "throughput", "makespan"]), default="balanced", show_default=True
+    "--objective", type=click.Choice(list(OBJECTIVES)), default="balanced", show_default=True,
+    help="serve: also choose the batch and micro-batches in flight for the most decode tokens/s.",
 )
 @click.option("--solver", type=click.Choice(SOLVER_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(["free", "fixed"]), default=None, help="Override the cluster file's order.")
 @click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="CP-SAT time limit in seconds.")
+@click.option("--tpot-ms", "tpot_ms", type=float, default=None, help="serve: time-per-output-token limit (ms).")
+@click.option("--ttft-ms", "ttft_ms", type=float, default=None,
+              help="serve: time-to-first-token limit (ms) for a prompt_tokens prompt.")
+@click.option("--max-batch", "max_batch", type=click.IntRange(min=1), default=None,
+              help="serve: largest batch per micro-batch to consider.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Also write the plan JSON here.")
 @click.option("--export", "export", type=click.Choice(EXPORT_CHOICES), default=None,
-              help="Print the plan in an engine's format (an engine target also restricts the device order).")
-@click.option("--engine", "engine", type=click.Choice(["vllm", "sglang", "trtllm", "llamacpp", "generic"]), default=None,
-              help="Only device orders this engine can launch (vLLM's Ray rank order, equal stages per node).")
+              help="Print the plan in an engine's format (an engine target also sets --engine).")
+@click.option("--engine", "engine", type=click.Choice(list(ENGINES)), default=None,
+              help="Cost the plan with this engine's overheads and search only device orders it can launch "
+                   "(vLLM's Ray rank order, equal stages per node); default: the files' engine: setting.")
 def plan(
+    *,
     model_file: str,
     cluster_file: str,
     M: int,
@@ -39,6 +49,9 @@ def plan(
     solver: str,
     order: str | None,
     time_limit: float | None,
+    tpot_ms: float | None,
+    ttft_ms: float | None,
+    max_batch: int | None,
     as_json: bool,
     out: str | None,
     export: str | None,
@@ -48,26 +61,27 @@ def plan(
     from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
     from partitioner.result import PLAN_FORMAT
 
+    _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
+    engine = engine or (export if export in ENGINES else None)
     model, cluster = load_inputs(model_file, cluster_file)
     problem = build_problem(
-        model, cluster, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit
+        model, cluster, M=M, regime=regime,
+        objective="throughput" if objective == "serve" else objective, order=order, time_limit_s=time_limit,
+        engine=engine,
     )
-    progress = None if as_json else _progress_printer()
-    engine = engine or (export if export in ("vllm", "sglang", "trtllm", "llamacpp") else None)
-    if engine and engine != "generic" and solver not in ("auto", "dp", "cpsat", "brute"):
-        click.echo(f"note: --solver {solver} replays an engine's own split; --engine {engine} does not restrict it", err=True)
-    if engine and engine != "generic" and solver in ("auto", "dp", "cpsat", "brute"):
-        from partitioner.result import Plan
-        from partitioner.solvers import engine_order
+    if objective == "serve":
+        from partitioner.api import serve_plan
 
-        address = {n: a for n in {d.node for d in cluster.devices} if (a := cluster.address_of(n))}
-        exclude = engine_order.unsupported_devices(problem.tables, engine)
-        for g in exclude:
-            click.echo(f"note: --engine {engine} leaves out {problem.tables.device_names[g]!r} ({problem.tables.gpu_names[g]}): "
-                       "below the engine's minimum compute capability", err=True)
-        result = Plan.from_solution(problem, engine_order.solve(problem, engine, solver, address, exclude))
+        result = serve_plan(model, cluster, regime=regime, solver=solver, order=order,
+                            time_limit_s=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
+                            progress=_serve_progress, engine=engine)
+        if engine not in (None, "generic"):
+            click.echo(f"note: --objective serve costs with --engine {engine} but does not restrict the device "
+                       "order to the ones it can launch", err=True)
     else:
-        result = solve_problem(problem, solver, progress)
+        _engine_notes(problem, solver, engine)
+        progress = None if as_json else _progress_printer()
+        result = solve_problem(problem, solver, progress, engine=engine, cluster=cluster)
     result = with_metadata(result, model, cluster)
     if out:
         from partitioner.cli._output import safe_write
@@ -78,9 +92,45 @@ def plan(
     elif export is None:
         from partitioner.cli._plan_view import render_plan
 
-        render_plan(result, _even_baseline(problem, solver))
+        if objective == "serve":
+            even = _even_serve(model, cluster, solver, regime=regime, order=order, time_limit_s=time_limit,
+                               tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine)
+        else:
+            even = _even_baseline(problem, solver)
+        render_plan(result, even)
     if export:
         _print_export(result, export)
+
+
+def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None) -> None:
+    from partitioner.errors import InputError
+
+    for name, value in (("--tpot-ms", tpot_ms), ("--ttft-ms", ttft_ms)):
+        if value is not None and not 0 < value < float("inf"):
+            raise InputError(f"{name} must be a number of milliseconds > 0 (got {value:g})")
+    given = [n for n, v in (("--tpot-ms", tpot_ms), ("--ttft-ms", ttft_ms), ("--max-batch", max_batch)) if v is not None]
+    if given and objective != "serve":
+        raise InputError(f"{given[0]} needs --objective serve (got --objective {objective})")
+
+
+def _engine_notes(problem: Any, solver: str, engine: str | None) -> None:
+    """Say on stderr what --engine changes: baselines are not restricted; GPUs below the engine's
+    minimum compute capability are left out (partitioner.solvers.engine_order)."""
+    if engine in (None, "generic"):
+        return
+    if solver not in ("auto", "dp", "cpsat", "brute"):
+        click.echo(f"note: --solver {solver} replays an engine's own split; --engine {engine} does not restrict it", err=True)
+        return
+    from partitioner.solvers import engine_order
+
+    for g in engine_order.unsupported_devices(problem.tables, engine):
+        click.echo(f"note: --engine {engine} leaves out {problem.tables.device_names[g]!r} ({problem.tables.gpu_names[g]}): "
+                   "below the engine's minimum compute capability", err=True)
+
+
+def _serve_progress(batch: int, best: float, elapsed: float) -> None:
+    """The serve search's progress on stderr (after each batch size, once a second has passed)."""
+    click.echo(f"  serve {elapsed:6.2f}s  batch {batch} searched  best {best:,.4g} tokens/s", err=True)
 
 
 def _progress_printer() -> Any:
@@ -103,6 +153,19 @@ def _even_baseline(problem: Any, solver: str) -> Any:
 
     try:
         return solve_problem(problem, "even")
+    except PartitionerError as exc:
+        return str(exc)
+
+
+def _even_serve(model: Any, cluster: Any, solver: str, **kwargs: Any) -> Any:
+    """vLLM's even split with its best batch and in-flight count under the same limits."""
+    if solver == "even":
+        return None
+    from partitioner.api import serve_plan
+    from partitioner.errors import PartitionerError
+
+    try:
+        return serve_plan(model, cluster, solver="even", **kwargs)
     except PartitionerError as exc:
         return str(exc)
 

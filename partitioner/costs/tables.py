@@ -14,6 +14,7 @@ enters d_s = alpha + b/beta once per hop. A measured profile's costs are used as
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,11 @@ from partitioner.costs.roofline import Hardware, Shape, Work
 from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
-__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine"]
+__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "RETURN_BYTES_PER_SEQUENCE"]
+
+# Sampled token ids sent back to the first stage per sequence and step: one int64 token id
+# (an assumption; the payload differs between engines, and d_ret is mostly link latency).
+RETURN_BYTES_PER_SEQUENCE = 8.0
 
 
 def link_arrays(cluster: Any, hop_s: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -70,46 +75,123 @@ def roofline_layers(arch: Any, workload: Any, gpus: list[Any], engine: Any = Non
         "layer_kinds": tuple(p[1] for p in parts),
         "params": np.array([p[5] for p in parts], dtype=float),
         "tied_gb": memory.tied_gb(s, w),
+        **_roofline_serving(arch, workload, hws, s, w),
     }
 
 
-def _entry_cost(model: Any, index: int, entry: Any, devices: Any) -> list[float]:
-    """Seconds of one profile entry on each device: device name first, then its GPU id."""
+def _roofline_serving(arch: Any, workload: Any, hws: list[Hardware], s: Shape, w: Work) -> dict[str, Any]:
+    """The serving fields of CostTables (problem.py): memory.py's KV cache split off the layer
+    memory, and one prompt's prefill costs (roofline at batch 1, `prompt_tokens`) for the TTFT."""
+    one = dataclasses.replace(w, B=1, in_flight=1)
+    kv_seq = memory.kv_cache_gb(s, one) * memory.GB  # bytes one sequence holds per decoder layer
+    kv = np.array([0.0] + [kv_seq / w.kv_tokens] * s.L + [0.0])
+    held = w.kv_tokens * w.B * w.in_flight * kv / memory.GB
+    out: dict[str, Any] = {
+        "kv_bytes_per_token": kv,
+        "context": w.kv_tokens,
+        "batch": w.B,
+        "in_flight": w.in_flight,
+        "prompt_tokens": w.S,
+        "return_bytes": RETURN_BYTES_PER_SEQUENCE * w.B,
+        "_held_gb": held,
+    }
+    if w.phase == "decode":
+        pre = dataclasses.replace(w, phase="prefill", B=1, in_flight=1)
+        fl = [roofline.embed_flops(s, pre)] + [roofline.layer_flops(s, pre)] * s.L + [roofline.head_flops(s, pre)]
+        by = [roofline.embed_bytes(s, pre)] + [roofline.layer_bytes(s, pre)] * s.L + [roofline.head_bytes(s, pre)]
+        out["prefill_cost"] = np.array([[roofline.roofline_time(f, b, hw) for f, b in zip(fl, by, strict=True)] for hw in hws])
+        out["prefill_cost"][:, -1] += [hw.t_token for hw in hws]  # the first token pays the per-token cost too
+        cut = np.full(s.L + 2, roofline.cut_bytes(s, pre))
+        cut[-1] = 0.0
+        out["prefill_cut_bytes"] = cut
+    return out
+
+
+def _at(model: Any, where: tuple[Any, ...], value: Any, x: float, what: str) -> float:
+    """A scalar cost, or a {size: seconds} table linearly interpolated at x (error outside it)."""
+    if not isinstance(value, dict):
+        return float(value)
+    sizes = sorted(value)
+    if not sizes[0] <= x <= sizes[-1]:
+        file, line = model.locate(*where)
+        raise ConfigError(
+            f"{what} {x:g} is outside the table's sizes {sizes[0]}..{sizes[-1]}; measure it or "
+            f"choose a {what} inside the table",
+            file=file, location=".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where).replace(".[", "["),
+            line=line,
+        )
+    return float(np.interp(x, sizes, [value[k] for k in sizes]))
+
+
+def _entry_cost(model: Any, index: int, entry: Any, devices: Any, *, field: str = "cost", x: float = 1.0) -> list[float]:
+    """Seconds of one profile entry on each device: device name first, then its GPU id; a batch
+    table (``{batch: seconds}``) is interpolated at x (Helix interpolates its bs2time rows so)."""
+    table = getattr(entry, field)
     out = []
     for dev in devices:
-        value = entry.cost.get(dev.name, entry.cost.get(dev.gpu_id))
+        key = dev.name if dev.name in table else dev.gpu_id
+        value = table.get(key)
         if value is None:
-            file, line = model.locate("layers", index, "cost")
+            file, line = model.locate("layers", index, field)
             raise ConfigError(
-                f"layer {entry.name!r} has no cost for device {dev.name!r} (gpu {dev.gpu_id!r}); "
-                f"add one of them (has: {', '.join(entry.cost)})",
-                file=file, location=f"layers[{index}].cost", line=line,
+                f"layer {entry.name!r} has no {field} for device {dev.name!r} (gpu {dev.gpu_id!r}); "
+                f"add one of them (has: {', '.join(table)})",
+                file=file, location=f"layers[{index}].{field}", line=line,
             )
-        out.append(float(value))
+        what = "batch" if field == "cost" else "prompt tokens"
+        out.append(_at(model, ("layers", index, field, key), value, x, what))
     return out
 
 
 def profile_layers(model: Any, devices: Any) -> dict[str, Any]:
-    """Expand a measured profile (form 3): `repeat` copies named ``<name>.<k>``."""
-    names, kinds, cols, mem, cut, params = [], [], [], [], [], []
+    """Expand a measured profile (form 3): `repeat` copies named ``<name>.<k>``.
+
+    The profile's workload (batch B, in_flight K, context C, prompt_tokens) picks the row of
+    batch tables; `memory_gb` is what a layer needs besides its KV cache, to which
+    kv_bytes_per_token·C·B·K is added. `out_bytes` is sent at the profile's batch and scales
+    with B when a search changes it (activations are per token, costmodel.md cut bytes); a
+    prompt of P tokens sends out_bytes·P/B.
+    """
+    wl = model.workload
+    B, K, C, P = wl.batch, wl.in_flight, wl.context, wl.prompt_tokens
+    scale = B / (getattr(model, "_base_batch", None) or B)
+    names, kinds, cols, mem, cut, params, kv, pre = [], [], [], [], [], [], [], []
+    has_prefill = all(e.prefill_cost is not None for e in model.layers)
     for index, entry in enumerate(model.layers):
-        col = _entry_cost(model, index, entry, devices)
+        col = _entry_cost(model, index, entry, devices, field="cost", x=B)
+        pcol = _entry_cost(model, index, entry, devices, field="prefill_cost", x=P) if has_prefill else None
         for k in range(entry.repeat):
             names.append(f"{entry.name}.{k}" if entry.repeat > 1 else entry.name)
             kinds.append(entry.kind)
             cols.append(col)
+            pre.append(pcol)
             mem.append(entry.memory_gb)
-            cut.append(entry.out_bytes)
+            cut.append(entry.out_bytes * scale)
             params.append(entry.params)
-    return {
+            kv.append(entry.kv_bytes_per_token)
+    kv_arr = np.array(kv, dtype=float)
+    weight = np.array(mem, dtype=float)
+    cut_arr = np.array(cut, dtype=float)
+    out: dict[str, Any] = {
         "cost": np.array(cols, dtype=float).T,
-        "memory_gb": np.array(mem, dtype=float),
-        "cut_bytes": np.array(cut, dtype=float),
+        "memory_gb": weight + kv_arr * C * B * K / memory.GB,
+        "weight_gb": weight,
+        "kv_bytes_per_token": kv_arr,
+        "context": C,
+        "batch": B,
+        "in_flight": K,
+        "prompt_tokens": P,
+        "return_bytes": RETURN_BYTES_PER_SEQUENCE * B,
+        "cut_bytes": cut_arr,
         "layer_names": tuple(names),
         "layer_kinds": tuple(kinds),
         "params": np.array(params, dtype=float),
         "tied_gb": 0.0,
     }
+    if has_prefill:
+        out["prefill_cost"] = np.array(pre, dtype=float).T
+        out["prefill_cut_bytes"] = cut_arr * P / B
+    return out
 
 
 def select_engine(model: Any, cluster: Any, engine: Any = None) -> Any:
@@ -140,6 +222,9 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
         layers = profile_layers(model, devices)
     else:
         layers = roofline_layers(model.arch, model.workload, [d.spec for d in devices], eng)
+    held = layers.pop("_held_gb", None)
+    if held is not None:
+        layers["weight_gb"] = layers["memory_gb"] - held
     alpha, beta = link_arrays(cluster, eng.hop_overhead_ms / 1e3)
     return CostTables(
         **layers,

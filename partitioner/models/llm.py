@@ -8,12 +8,21 @@ Forms 1-2 take a ``workload:`` section that the roofline cost model (partitioner
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from partitioner.models import catalog
-from partitioner.models.fields import Frozen, LocatedValueError, Name, NonNegative, NonNegativeInt, Positive, PositiveInt
+from partitioner.models.fields import (
+    Frozen,
+    LocatedValueError,
+    Name,
+    NonNegative,
+    NonNegativeInt,
+    Positive,
+    PositiveInt,
+)
 
 __all__ = ["Precision", "Architecture", "Workload", "LayerEntry", "ModelSpec"]
 
@@ -96,26 +105,62 @@ class Workload(Frozen):
         return self
 
 
+BatchTable = dict[PositiveInt, Positive]  # {batch size (or prompt tokens): seconds}, sizes rising
+Cost = dict[str, Positive | BatchTable]
+
+
+def _check_cost(value: dict[str, Any]) -> dict[str, Any]:
+    """At least one key; every batch table non-empty with strictly increasing sizes as written."""
+    if not value:
+        raise ValueError("needs at least one GPU id or device name")
+    for key, table in value.items():
+        if isinstance(table, dict):
+            sizes = list(table)
+            if not sizes:
+                raise LocatedValueError((key,), "a batch table needs at least one size: seconds row")
+            for a, b in itertools.pairwise(sizes):
+                if b <= a:
+                    raise LocatedValueError((key,), f"batch sizes must increase (got {b} after {a})")
+    return value
+
+
 class LayerEntry(Frozen):
-    """One measured layer (form 3). `cost` keys: GPU ids or device names (a device name wins)."""
+    """One measured layer (form 3). `cost` keys: GPU ids or device names (a device name wins).
+
+    A cost is seconds per micro-batch, or a table ``{1: s, 8: s, 32: s}`` of seconds at each
+    batch size, interpolated linearly (an error outside it). `prefill_cost` is the same keyed by
+    prompt tokens (one prompt's pass; the TTFT is reported when every entry has one). `memory_gb`
+    excludes the KV cache, which is
+    kv_bytes_per_token per token of every sequence held (default 0: memory_gb is all of it).
+    """
 
     name: Name
-    cost: dict[str, Positive]  # seconds per micro-batch
+    cost: Cost  # seconds per micro-batch, or {batch: seconds}
     memory_gb: NonNegative
     out_bytes: NonNegative = 0.0  # bytes sent on if the pipeline is cut after this layer
     repeat: PositiveInt = 1
     kind: Literal["embed", "decoder", "head"] = "decoder"
     params: NonNegativeInt = 0
+    kv_bytes_per_token: NonNegative = 0.0
+    prefill_cost: Cost | None = None  # {gpu: seconds or {prompt tokens: seconds}}
 
     @field_validator("cost")
     @classmethod
-    def _non_empty(cls, value: dict[str, float]) -> dict[str, float]:
-        if not value:
-            raise ValueError("needs at least one GPU id or device name")
-        return value
+    def _non_empty(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _check_cost(value)
+
+    @field_validator("prefill_cost")
+    @classmethod
+    def _prefill(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else _check_cost(value)
+
+    @property
+    def batch_dependent(self) -> bool:
+        return any(isinstance(v, dict) for v in self.cost.values())
 
 
 _FORMS = ("preset", "architecture", "hf_config", "layers")
+PROFILE_WORKLOAD = ("batch", "prompt_tokens", "context", "in_flight")
 
 
 class ModelSpec(Frozen):
@@ -130,6 +175,14 @@ class ModelSpec(Frozen):
     workload: Workload = Workload()
     _arch: Architecture | None = PrivateAttr(default=None)  # resolved hf_config (set by the loader)
     _source: Any = PrivateAttr(default=None)  # loader.Source: file name and line marks
+    _base_batch: int | None = PrivateAttr(default=None)  # a profile's own batch when a search changes it
+
+    def with_batch(self, batch: int, in_flight: int = 1) -> ModelSpec:
+        """The same model at another batch and in_flight (the serve search re-costs per batch)."""
+        copy = self.model_copy(update={"workload": self.workload.model_copy(
+            update={"batch": batch, "in_flight": in_flight})})
+        copy._base_batch = self._base_batch or self.workload.batch
+        return copy
 
     @model_validator(mode="before")
     @classmethod
@@ -156,7 +209,13 @@ class ModelSpec(Frozen):
             got = ", ".join(given) if given else "none"
             raise ValueError(f"give exactly one of preset, architecture, hf_config, layers (got {got})")
         if self.layers is not None and "workload" in self.model_fields_set:
-            raise LocatedValueError(("workload",), "a measured profile (layers:) takes no workload")
+            extra = sorted(self.workload.model_fields_set - set(PROFILE_WORKLOAD))
+            if extra:
+                raise LocatedValueError(
+                    ("workload", extra[0]),
+                    f"a measured profile (layers:) takes only {', '.join(PROFILE_WORKLOAD)} in its "
+                    "workload (its precision and phase are in its numbers)",
+                )
         return self
 
     @property

@@ -20,6 +20,12 @@ classic blocking-after-service recurrence for tandem queues, D_j(n) >= D_{j+1}(n
 (Dallery & Gershwin 1992, "Manufacturing flow line systems", Queueing Systems 12, §2.3): stage
 s+1 owns at most K_s + 1 micro-batches (in flight to it, waiting, or holding it), and a
 micro-batch owned by s+1 is given up when s+1 releases it (R).
+
+Closed loop (decode, partitioner.analysis.closed_loop): with `loop = Loop(K, d_ret, o_ret)` job
+m is step m // K of micro-batch m % K. The last stage sends the sampled tokens back over the
+return link like any other send (the same beta; FIFO with occupancy o_ret when links are
+serial), and job m arrives at stage 0 when job m - K's return lands: A[m][0] = F_ret[m-K]
+(0 for the first K jobs). The return link has no buffer bound: at most K jobs exist.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Trace", "run"]
+__all__ = ["Trace", "Loop", "run"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,6 +47,16 @@ class Trace:
     release: np.ndarray | None
     send_start: np.ndarray | None
     send_finish: np.ndarray | None
+    returned: np.ndarray | None = None  # (M, N): closed loop, arrival of job m's tokens at stage 0
+
+
+@dataclass(frozen=True, eq=False)
+class Loop:
+    """Closed-loop decode: K jobs circulate; the return link has latency d_ret (N,), occupancy o_ret."""
+
+    K: int
+    d_ret: np.ndarray
+    o_ret: np.ndarray | None = None
 
 
 def _alloc(record: bool, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -51,6 +67,7 @@ def _send(
     m: int,
     s: int,
     c: np.ndarray,
+    *,
     d: np.ndarray,
     occupancy: np.ndarray | None,
     link_free: np.ndarray,
@@ -77,12 +94,15 @@ def run(
     occupancy: np.ndarray | None,
     beta: float,
     buffers: tuple[int | None, ...] | None,
+    *,
     record: bool = False,
+    loop: Loop | None = None,
 ) -> Trace:
     """Runs the recurrence. p (M, S, N) stage times; d, occupancy (S-1, N); beta in [0, 1].
 
     occupancy None: links are pure delays; else each link is FIFO and busy o_s per transfer.
     buffers None: infinite; else S-1 capacities (None entries = infinite).
+    loop None: open (the paper's model); else closed-loop decode (module legend).
     """
     M, S, N = p.shape
     caps = buffers if buffers is not None else (None,) * (S - 1)
@@ -92,19 +112,37 @@ def run(
     finish_last = np.empty((M, N))
     free = np.zeros((S, N))  # R[m-1][s]
     link_free = np.zeros((max(S - 1, 0), N))  # L[m-1][s] + o_s
+    returned = np.empty((M, N)) if loop is not None else None
+    ret_free = np.zeros(N)
     for m in range(M):
         arrival = np.zeros(N)
+        if loop is not None and m >= loop.K:
+            arrival = returned[m - loop.K]  # type: ignore[index]
         for s in range(S):
             b = np.maximum(arrival, free[s])
             c = rel = b + p[m, s]
             if s < S - 1:
-                _, ls, arrival, rel = _send(m, s, c, d, occupancy, link_free, beta, caps[s], release)
+                _, ls, arrival, rel = _send(m, s, c, d=d, occupancy=occupancy, link_free=link_free, beta=beta,
+                                            k=caps[s], release=release)
                 if record:
                     send_start[m, s], send_finish[m, s] = ls, arrival  # type: ignore[index]
+            elif loop is not None:
+                rel, ret_free = _return(c, loop, ret_free=ret_free, beta=beta, returned=returned, m=m)  # type: ignore[arg-type]
             free[s] = rel
             if release is not None:
                 release[m, s] = rel
             if record:
                 start[m, s], finish[m, s] = b, c  # type: ignore[index]
         finish_last[m] = c
-    return Trace(finish_last, start, finish, release, send_start, send_finish)
+    return Trace(finish_last, start, finish, release, send_start, send_finish, returned)
+
+
+def _return(
+    c: np.ndarray, loop: Loop, *, ret_free: np.ndarray, beta: float, returned: np.ndarray, m: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Closed loop: job m's tokens leave the last stage at c; (release of the last stage, link free)."""
+    ls = c if loop.o_ret is None else np.maximum(c, ret_free)
+    free = ret_free if loop.o_ret is None else ls + loop.o_ret
+    returned[m] = ls + loop.d_ret
+    rel = c if beta == 0 else returned[m] if beta == 1 else c + beta * (returned[m] - c)
+    return rel, free
