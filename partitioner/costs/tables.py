@@ -100,7 +100,8 @@ def _roofline_serving(arch: Any, workload: Any, hws: list[Hardware], s: Shape, w
         fl = [roofline.embed_flops(s, pre)] + [roofline.layer_flops(s, pre)] * s.L + [roofline.head_flops(s, pre)]
         by = [roofline.embed_bytes(s, pre)] + [roofline.layer_bytes(s, pre)] * s.L + [roofline.head_bytes(s, pre)]
         out["prefill_cost"] = np.array([[roofline.roofline_time(f, b, hw) for f, b in zip(fl, by, strict=True)] for hw in hws])
-        out["prefill_cost"][:, -1] += [hw.t_token for hw in hws]  # the first token pays the per-token cost too
+        if hws:
+            out["prefill_cost"][:, -1] += [hw.t_token for hw in hws]  # the first token pays the per-token cost too
         cut = np.full(s.L + 2, roofline.cut_bytes(s, pre))
         cut[-1] = 0.0
         out["prefill_cut_bytes"] = cut
