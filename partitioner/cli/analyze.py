@@ -123,9 +123,8 @@ def _render(result: Analysis, rho_note: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 def analyze(tau: str, d: str | None, M: str, rho: str | None, measured: str | None, as_json: bool) -> None:
     """Closed-form makespans, biases, slack and overlap of a pipeline (theory.md Thms 1-3)."""
-    import json
-
     from partitioner.analysis import analyze as run_analysis
+    from partitioner.jsonio import dumps
 
     tau_v = parse_floats("--tau", tau)
     d_v = None if d is None else parse_floats("--d", d)
@@ -142,6 +141,6 @@ def analyze(tau: str, d: str | None, M: str, rho: str | None, measured: str | No
         payload = result.to_dict()
         if measured is not None:
             payload["measured"] = [list(p) for p in zip(*_measured(measured))]
-        click.echo(json.dumps(payload))
+        click.echo(dumps(payload, indent=None))
     else:
         _render(result, note)

@@ -218,11 +218,10 @@ def _render(cal: GatewayCalibration, src: GatewayFile, gpus: dict[str, str], wri
 def gateway(stats_file: str, model: str, nodes: str | None, stat: str, M: str, d: str | None, gpu: str | None,
             write_cluster: str | None, write_profile: str | None, template: str | None, as_json: bool) -> None:
     """Stage times tau, GPipe bias and queueing from gateway service-time statistics (theory.md §7.2)."""
-    import json
-
     from partitioner.calibrate.gateway import calibrate_gateway
     from partitioner.calibrate.gateway_io import read_gateway
     from partitioner.cli._parse import parse_floats, parse_ints, parse_names
+    from partitioner.jsonio import dumps
 
     args = dict(stats_file=stats_file, gpu=gpu, template=template, write_cluster=write_cluster,
                 write_profile=write_profile)
@@ -238,6 +237,6 @@ def gateway(stats_file: str, model: str, nodes: str | None, stat: str, M: str, d
         payload = {"file": src.file, "format": src.format, **cal.to_dict(), "written": written}
         for entry in payload["nodes"]:
             entry["gpu"] = gpus.get(entry["node"])
-        click.echo(json.dumps(payload))
+        click.echo(dumps(payload, indent=None))
     else:
         _render(cal, src, gpus, written)
