@@ -79,7 +79,7 @@ class LazyGroup(LazyCommands):
 
         debug = ctx.meta.get("partitioner.debug") or os.environ.get("PARTITIONER_DEBUG") == "1"
         try:
-            return super().invoke(ctx)
+            return self._transaction(ctx)
         except PartitionerError as exc:
             if debug:
                 raise
@@ -108,6 +108,23 @@ class LazyGroup(LazyCommands):
                 _fail(ctx, str(mapped), mapped.exit_code)
             _fail(ctx, f"internal error ({type(exc).__name__}: {_one_line(exc)}); this is a bug: "
                        "rerun with --debug and report the traceback", 1)
+
+    def _transaction(self, ctx: click.Context) -> Any:
+        """Run the command with its file writes staged: renamed into place if it succeeds, deleted
+        if it fails, so one command writes all of its files or none (partitioner.cli._output)."""
+        from partitioner.cli import _output
+
+        ctx.meta["partitioner.pending_writes"] = []
+        try:
+            result = super().invoke(ctx)
+        except click.exceptions.Exit as exc:
+            (_output.commit_pending if exc.exit_code == 0 else _output.discard_pending)(ctx.meta)
+            raise
+        except BaseException:
+            _output.discard_pending(ctx.meta)
+            raise
+        _output.commit_pending(ctx.meta)
+        return result
 
 
 def _one_line(exc: BaseException) -> str:
