@@ -196,6 +196,8 @@ def parse_yaml(text: str, name: str) -> tuple[dict[str, Any], Source]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problem = " ".join(str(exc.problem or exc.context).split())
+        if exc.problem and exc.context:
+            problem += f" ({' '.join(str(exc.context).split())})"
         raise ConfigError(f"malformed YAML: {problem}", file=name, line=line) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"malformed YAML: {' '.join(str(exc).split())}", file=name) from None
