@@ -18,8 +18,10 @@ MAX_LAYERS          4096       layers of a model (num_hidden_layers, sum of repe
 MAX_DEVICES         1024       devices of a cluster
 ==================  =========  ==================================================================
 
-Numbers: finite, not subnormal (|x| >= 2.2e-308 unless 0) and |x| <= MAX_MAGNITUDE = 1e18, so
-no product or sum of user numbers overflows a float.
+Numbers: finite and |x| <= MAX_MAGNITUDE = 1e18, so no sum of user numbers overflows a float;
+in model.yaml, cluster.yaml and on the command line also not subnormal (|x| >= 2.2e-308 unless
+0): ``weights: 1e-320`` is a typo, not a precision. Measured values in CSVs are bounded by what
+they measure (a layer time in [1 ns, 10^6 s]).
 """
 
 from __future__ import annotations
@@ -65,12 +67,13 @@ def exceeded(name: str, what: str) -> str:
     return f"{what} exceeds the limit {name} = {limit(name)} (raise it with the environment variable PARTITIONER_{name})"
 
 
-def magnitude_problem(value: float) -> str | None:
-    """Why `value` is not a usable user number (non-finite, subnormal, beyond MAX_MAGNITUDE), or None."""
+def magnitude_problem(value: float, *, subnormal: bool = True) -> str | None:
+    """Why `value` is not a usable user number (non-finite, beyond MAX_MAGNITUDE, or, if
+    `subnormal`, a subnormal such as 1e-320 where 0 or a normal number was meant), or None."""
     if not math.isfinite(value):
         return "must be a finite number"
     a = abs(value)
-    if 0 < a < sys.float_info.min:
+    if subnormal and 0 < a < sys.float_info.min:
         return f"is subnormal (|x| < {sys.float_info.min:.3g}); use 0 or a normal number"
     if a > MAX_MAGNITUDE:
         return f"is beyond the magnitude limit {MAX_MAGNITUDE:g}"

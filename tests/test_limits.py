@@ -149,7 +149,7 @@ def test_magnitudes() -> None:
 
 @pytest.mark.parametrize("exc", [
     RecursionError("maximum recursion depth exceeded"), OverflowError("intermediate overflow in fsum"),
-    MemoryError(), "x".encode().decode("utf-16", errors="strict") if False else UnicodeDecodeError(
+    MemoryError(), b"x".decode("utf-16", errors="strict") if False else UnicodeDecodeError(
         "utf-8", b"\xff", 0, 1, "invalid start byte"),
     ValueError("Exceeds the limit (4300 digits) for integer string conversion"),
     RuntimeError("Symlink loop from '/tmp/x'"), FloatingPointError("overflow"),

@@ -36,7 +36,7 @@ def test_marker_elsewhere_in_a_file_is_not_a_header(tmp_path) -> None:
 def test_hand_edited_file_needs_force(tmp_path) -> None:
     out = safe_write(tmp_path / "c.yaml", "links: {}\n", marker="m")
     out.write_text(out.read_text() + "# my note\n")
-    with pytest.raises(InputError, match="was edited since partitioner wrote it.*--force"):
+    with pytest.raises(InputError, match=r"was edited since partitioner wrote it.*--force"):
         safe_write(out, "links: {}\n", marker="m")
     assert out.read_text().endswith("# my note\n")
     safe_write(out, "links: {a: 1}\n", marker="m", force=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from typing import Any, ClassVar
 
 import click
@@ -112,11 +113,18 @@ class LazyGroup(LazyCommands):
     def _transaction(self, ctx: click.Context) -> Any:
         """Run the command with its file writes staged: renamed into place if it succeeds, deleted
         if it fails, so one command writes all of its files or none (partitioner.cli._output)."""
+        import warnings
+
         from partitioner.cli import _output
 
         ctx.meta["partitioner.pending_writes"] = []
         try:
-            result = super().invoke(ctx)
+            with warnings.catch_warnings(record=True) as caught:
+                # numpy's RuntimeWarnings (overflow, invalid value) would add lines to stderr: they
+                # are collected and summarised in one line if the command still succeeds
+                warnings.simplefilter("always", RuntimeWarning)
+                result = super().invoke(ctx)
+            _warn_numeric(caught)
         except click.exceptions.Exit as exc:
             (_output.commit_pending if exc.exit_code == 0 else _output.discard_pending)(ctx.meta)
             raise
@@ -125,6 +133,16 @@ class LazyGroup(LazyCommands):
             raise
         _output.commit_pending(ctx.meta)
         return result
+
+
+def _warn_numeric(caught: list[warnings.WarningMessage]) -> None:
+    numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    for w in caught:
+        if w not in numeric:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    if numeric:
+        click.echo(f"warning: {len(numeric)} floating-point warning(s) while computing (first: "
+                   f"{_one_line(numeric[0].message)}); check the input for extreme values", err=True)
 
 
 def _one_line(exc: BaseException) -> str:

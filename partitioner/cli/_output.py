@@ -23,6 +23,7 @@ Nothing the user wrote is ever overwritten or half-written:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -222,10 +223,8 @@ def _stage(out: Path, text: str) -> _Staged:
 
 
 def _remove(temp: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(temp)
-    except OSError:
-        pass
 
 
 def _commit(staged: list[_Staged]) -> None:
