@@ -40,8 +40,10 @@ __all__ = [
 PHASES = ("prefill", "decode")
 #: Columns written (`partitioner.calibrate.timings` reads them; samples is its optional column).
 TIMINGS_COLUMNS = ("device", "layer", "phase", "batch", "tokens", "seconds", "samples")
-INSTALL_HINT = ("pip install 'partitioner[measure]' (CPU only: "
-                "pip install torch --index-url https://download.pytorch.org/whl/cpu)")
+#: How to get torch and transformers. `partitioner` on PyPI is an unrelated package, so the hint
+#: names the install from a checkout of this repository (the `measure` extra of pyproject.toml).
+INSTALL_HINT = ("from a checkout of the partitioner repository run pip install '.[measure]' (CPU only: "
+                "pip install torch --index-url https://download.pytorch.org/whl/cpu first)")
 _FORWARD_ERRORS = (RuntimeError, TypeError, ValueError, IndexError)
 
 

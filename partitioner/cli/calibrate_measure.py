@@ -3,7 +3,7 @@
     partition calibrate measure --hf-config config.json --batch 1,4 --tokens 128,512 --out t.csv
     partition calibrate measure --factory mymodels.py:build --phase decode --label rtx-3090 --out t.csv
 
-Optional (needs torch, and transformers for --hf-config; `pip install 'partitioner[measure]'`).
+Optional (needs torch, and transformers for --hf-config; from a checkout of this repository, `pip install '.[measure]'`).
 The model is built here, `partitioner.calibrate.measure` times it, and the rows are written in
 the timings CSV format that `partition calibrate profile` reads. torch is imported inside the
 command only, so `partition --help` and `partition calibrate --help` never load it.
