@@ -84,7 +84,7 @@ def _render(result: Analysis, rho_note: str) -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 120)
     main = Table(title=f"Pipeline analysis: tau = {list(result.tau)}, d = {list(result.d)}")
-    for name in ("quantity", "value", "source (theory.md)"):
+    for name in ("quantity", "value", "source (docs/theory.md)"):
         main.add_column(name, no_wrap=True)
     for field, label, source in _ROWS:
         value = getattr(result, field)
@@ -122,7 +122,7 @@ def _render(result: Analysis, rho_note: str) -> None:
 @click.option("--measured", default=None, help="Measured makespans M1:T1,M2:T2,... : fit rho from them (§9).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 def analyze(tau: str, d: str | None, M: str, rho: str | None, measured: str | None, as_json: bool) -> None:
-    """Closed-form makespans, biases, slack and overlap of a pipeline (theory.md Thms 1-3)."""
+    """Closed-form makespans, biases, slack and overlap of a pipeline (docs/theory.md Thms 1-3)."""
     from partitioner.analysis import analyze as run_analysis
     from partitioner.jsonio import dumps
 

@@ -26,4 +26,4 @@ class _LazySubgroup(LazyCommands):
 
 @click.group("calibrate", cls=_LazySubgroup)
 def calibrate() -> None:
-    """Turn measurements into the numbers the planner uses (theory.md §7.2, §9)."""
+    """Turn measurements into the numbers the planner uses (docs/theory.md §3 overlap, docs/costmodel.md)."""

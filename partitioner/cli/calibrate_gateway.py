@@ -217,7 +217,7 @@ def _render(cal: GatewayCalibration, src: GatewayFile, gpus: dict[str, str], wri
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the tables.")
 def gateway(stats_file: str, model: str, nodes: str | None, stat: str, M: str, d: str | None, gpu: str | None,
             write_cluster: str | None, write_profile: str | None, template: str | None, as_json: bool) -> None:
-    """Stage times tau, GPipe bias and queueing from gateway service-time statistics (theory.md §7.2)."""
+    """Stage times tau, GPipe bias and queueing from gateway service-time statistics (docs/theory.md)."""
     from partitioner.calibrate.gateway import calibrate_gateway
     from partitioner.calibrate.gateway_io import read_gateway
     from partitioner.cli._parse import parse_floats, parse_ints, parse_names
