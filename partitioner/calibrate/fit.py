@@ -197,7 +197,8 @@ def fit_efficiencies(rows: Sequence[Timing], specs: Mapping[str, tuple[str, Hard
     """Fit (eta_c, eta_m, t_fixed) per GPU type; `specs`: device key -> (GPU type, default Hardware)."""
     if not rows:
         raise InputError("no timings to fit (got 0 rows)")
-    gpus, by_index = [], {}
+    gpus: list[Any] = []
+    by_index: dict[int, Any] = {}
     for gpu, idx in _groups(rows, specs).items():
         g, fits = _fit_gpu(gpu, [rows[i] for i in idx], specs[rows[idx[0]].device][1], shape, dtypes)
         gpus.append(g)

@@ -18,7 +18,7 @@ from typing import Any
 
 from partitioner.calibrate.fit import DTypes, EfficiencyFit, row_terms, row_time
 from partitioner.calibrate.layers_yaml import compress, layer_entries
-from partitioner.calibrate.timings import Point, Timing
+from partitioner.calibrate.timings import Kind, Point, Timing
 from partitioner.costs.roofline import Shape, precision_bytes
 from partitioner.costs.tables import roofline_layers
 from partitioner.errors import ConfigError, InputError
@@ -108,7 +108,7 @@ def _measured(rows: Sequence[Timing], L: int, names: Sequence[str], source: str)
 
 def _fill(key: str, pos: int, L: int, point: Point, fit: EfficiencyFit, shape: Shape, dtypes: DTypes) -> float:
     """Seconds of one layer from the fitted roofline of the key's GPU type."""
-    kind = "embed" if pos == 0 else "head" if pos == L + 1 else "decoder"
+    kind: Kind = "embed" if pos == 0 else "head" if pos == L + 1 else "decoder"
     k = pos - 1 if kind == "decoder" else 0
     t = Timing(key, kind, k, k, point.phase, point.batch, point.tokens, 1.0)
     f, m = row_terms(t, shape, dtypes)

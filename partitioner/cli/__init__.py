@@ -145,7 +145,7 @@ def _warn_numeric(caught: list[warnings.WarningMessage]) -> None:
                    f"{_one_line(numeric[0].message)}); check the input for extreme values", err=True)
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException | Warning | str) -> str:
     return " ".join(str(exc).split())[:300]
 
 

@@ -56,7 +56,7 @@ def profile(timings_file: str, model_file: str | None, cluster_file: str | None,
     work = Work.of(model.workload)
     fit = fit_efficiencies(timings, _specs(timings, cluster), Shape.of(model.arch), (work.b_w, work.b_kv, work.b_a))
     outputs: list[tuple[str, str, dict[str, Any]]] = []  # everything is built before anything is written
-    if write_cluster:
+    if write_cluster and cluster_file:  # checked above: --write-cluster needs --cluster
         outputs.append(_cluster_text(write_cluster, cluster_file, cluster, fit, timings_file))
     if write_profile:
         outputs.append(_profile_text(write_profile, timings, model, fit, (phase, batch, tokens), no_fill, timings_file,

@@ -47,9 +47,9 @@ def _check_layers(spec: ModelSpec, source: Source) -> None:
     arch = spec.arch
     if arch is not None and arch.num_hidden_layers > cap:
         where = "hf_config" if spec.hf_config is not None else "architecture.num_hidden_layers"
-        loc: tuple[str | int, ...] = tuple(where.split("."))
+        path: tuple[str | int, ...] = tuple(where.split("."))
         raise ConfigError(exceeded("MAX_LAYERS", f"num_hidden_layers = {arch.num_hidden_layers:,}"),
-                          file=source.file, location=where, line=source.line(loc))
+                          file=source.file, location=where, line=source.line(path))
 
 
 def load_cluster(path: str | Path) -> ClusterSpec:

@@ -218,7 +218,10 @@ def _data_loc(data: Any, loc: Loc, kind: str) -> Loc:
     out: list[str | int] = []
     cur = data
     for i, p in enumerate(loc):
-        if (isinstance(cur, dict) and p in cur) or (isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur)):
+        if isinstance(cur, dict) and p in cur:  # noqa: SIM114 - separate branches keep mypy's narrowing
+            out.append(p)
+            cur = cur[p]
+        elif isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur):
             out.append(p)
             cur = cur[p]
         elif isinstance(cur, dict) and i == len(loc) - 1 and kind in ("missing", "extra_forbidden"):
@@ -285,7 +288,7 @@ def validate(cls: type[M], data: Any, source: Source, context: dict[str, Any] | 
             if best is None or rank > best[0]:
                 best = (rank, loc, dict(err))
         assert best is not None  # a ValidationError always carries at least one error
-        _, loc, err = best
+        _, loc, chosen = best
         raise ConfigError(
-            _message(cls, err, loc), file=source.file, location=format_loc(loc) or None, line=source.line(loc)
+            _message(cls, chosen, loc), file=source.file, location=format_loc(loc) or None, line=source.line(loc)
         ) from None
