@@ -234,9 +234,9 @@ def calibrate_gateway(
     model: str,
     nodes: Sequence[str] | None = None,
     stat: str = "min",
+    *,
     Ms: Sequence[int] = (1, 8, 100),
     d: Sequence[float] | None = None,
-    *,
     source: str = "",
 ) -> GatewayCalibration:
     """Stage times, bias and GPipe error of a pipeline over `nodes` serving `model` (§7.2).

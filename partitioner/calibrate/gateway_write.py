@@ -58,7 +58,7 @@ def _run_name(names: Sequence[str]) -> str:
 
 def profile_entries(nodes: Sequence[str], cost: np.ndarray, layers: Mapping[str, Any]) -> list[dict[str, Any]]:
     """`layers:` entries from per-node layer costs and the template's layer list, runs compressed."""
-    costs = [{n: float(cost[g, l]) for g, n in enumerate(nodes)} for l in range(cost.shape[1])]
+    costs = [{n: float(cost[g, j]) for g, n in enumerate(nodes)} for j in range(cost.shape[1])]
     return compress(layer_entries(layers, costs), _run_name)
 
 
