@@ -69,13 +69,13 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_layer_caps(tmp_path) -> None:
     rep = _write(tmp_path, "r.yaml", "layers:\n  - {name: l, cost: {rtx-3090: 0.001}, memory_gb: 0.1, repeat: 100000000}\n")
-    with pytest.raises(ConfigError, match=r"r\.yaml:2: layers\[0\]\.repeat: .*MAX_LAYERS = 4096"):
+    with pytest.raises(ConfigError, match=r"r\.yaml:2: layers\[0\]\.repeat: .*MAX_LAYERS = 1024"):
         load_model(rep)
     arch = ("architecture: {num_hidden_layers: %s, hidden_size: 64, intermediate_size: 128, "
             "num_attention_heads: 4, vocab_size: 100}\n")
     with pytest.raises(ConfigError, match=r"architecture\.num_hidden_layers: .*MAX_LAYERS"):
         load_model(_write(tmp_path, "a.yaml", arch % 100_000_000))
-    assert load_model(_write(tmp_path, "b.yaml", arch % 4096)).arch.num_hidden_layers == 4096
+    assert load_model(_write(tmp_path, "b.yaml", arch % 1024)).arch.num_hidden_layers == 1024
     hf = _write(tmp_path, "c.json", '{"num_hidden_layers": 100000000, "hidden_size": 64, "intermediate_size": 128, '
                                     '"num_attention_heads": 4, "vocab_size": 100}')
     with pytest.raises(ConfigError, match=r"hf_config: .*MAX_LAYERS"):
