@@ -10,7 +10,7 @@ file); each option gets a value of its click type or of the option grammar (test
 
 The contract (`problems`): the command exits 0, 2, 3 or 4; no traceback; on failure stderr ends
 with exactly one ``error: `` line, and every other stderr line is one of the command's announced
-kinds (``warning:``, ``note:``, ``wrote ``, progress), so in practice one line; and it finishes
+kinds (``warning:``, ``note:``, ``wrote ``), so in practice one line; and it finishes
 within the per-case time limit. Runs use click's CliRunner inside a fresh directory, so nothing is
 written outside it, and a SIGALRM guards against a read that would block forever.
 """
@@ -35,7 +35,9 @@ __all__ = ["Case", "Outcome", "commands", "cases_for", "run_case", "problems", "
 #: A case that takes longer is a failure (`partition plan` on the seed example takes about 1 s).
 CASE_SECONDS = 20.0
 EXIT_CODES = frozenset({0, 2, 3, 4})
-ALLOWED_EXTRA = ("warning:", "note:", "wrote ", "  ", "cp-sat", "CP-SAT", "progress", "incumbent")
+#: Lines a failing command may print before its error (what it announced while it worked). In
+#: 1,500 seeded cases none did: every failure was exactly one line.
+ALLOWED_EXTRA = ("warning:", "note:", "wrote ")
 HOSTILE_PATHS = ("@fifo", "@loop", "@dir", "@missing", "/dev/zero", "/dev/full", "/dev/null", "-")
 NEVER = frozenset({"factory"})  # options whose value is code to import: never fuzzed with free text
 
