@@ -73,6 +73,7 @@ def cluster_yaml(cal: GatewayCalibration, gpus: Sequence[str], header: Sequence[
     notes = [
         "Devices are named after the gateway nodes, in pipeline order; the planner may reorder them (order: free).",
         "Links were not measured: the inter-node default below applies; edit it to your network.",
+        "Once edited, a re-run refuses to replace this file (checksum in the first line) unless given --force.",
     ]
     return _dump([*header, *notes], {"name": f"gateway {cal.model}", "devices": devices,
                                      "links": {"inter_node": "10gbe"}, "order": "free"})
