@@ -160,5 +160,7 @@ def _fail(ctx: click.Context, message: str, code: int) -> None:
 def main() -> None:
     """partitioner: plan pipeline-parallel LLM inference on heterogeneous GPU clusters.
 
-    Add --debug anywhere to see a traceback instead of a one-line error.
+    Add --debug anywhere to see a traceback instead of a one-line error, and --force anywhere to
+    replace an output file that was hand-edited since partitioner wrote it. Limits, errors and
+    output files: README "Limits, errors and output files"; theory: docs/.
     """
