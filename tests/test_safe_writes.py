@@ -125,3 +125,8 @@ def test_calibrate_gateway_keeps_a_hand_edited_cluster(tmp_path) -> None:
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 2 and "--force" in res.stderr and "# mine" in out.read_text()
     assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0 and "# mine" not in out.read_text()
+
+
+def test_a_nul_byte_in_a_path_is_one_line(tmp_path) -> None:
+    with pytest.raises(InputError, match="cannot write"):
+        safe_write(tmp_path / "a\x00b.yaml", "x: 1\n", marker="m")

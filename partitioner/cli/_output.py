@@ -107,11 +107,9 @@ def _header_pattern(opening: str, closing: str, marker: str) -> re.Pattern[str]:
 
 # -- checks -------------------------------------------------------------------------------------
 def _same_file(a: str | Path, b: str | Path) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
     try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b) or os.path.samefile(a, b)
+    except (OSError, ValueError):  # a missing file, a NUL byte in a path
         return False
 
 
@@ -180,8 +178,8 @@ def check_writable(path: str | Path, *, inputs: Iterable[str | Path] = (), marke
         st = os.stat(out)
     except FileNotFoundError:
         return out
-    except OSError as exc:  # a symlink loop, a path through a file, ...
-        raise InputError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:  # a symlink loop, a path through a file, a NUL byte, ...
+        raise InputError(f"{out}: cannot write ({getattr(exc, 'strerror', None) or exc})") from None
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{out}: is a directory")
     if not stat.S_ISREG(st.st_mode):
