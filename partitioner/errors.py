@@ -89,6 +89,8 @@ def translate(exc: BaseException) -> PartitionerError | None:
         return InputError(f"a number is too large ({text}); numbers must be at most 1e18 in size")
     if isinstance(exc, UnicodeError):
         return InputError(f"an input is not UTF-8 text ({text})")
+    if isinstance(exc, ValueError) and "null byte" in text:  # os.stat of a path with NUL (click.Path)
+        return InputError("a path contains a NUL byte")
     if isinstance(exc, ValueError) and "digits" in text and "int" in text:
         return InputError(f"an integer has too many digits ({text})")
     if isinstance(exc, RuntimeError) and "symlink loop" in text.lower():

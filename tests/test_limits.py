@@ -152,7 +152,7 @@ def test_magnitudes() -> None:
     MemoryError(), b"x".decode("utf-16", errors="strict") if False else UnicodeDecodeError(
         "utf-8", b"\xff", 0, 1, "invalid start byte"),
     ValueError("Exceeds the limit (4300 digits) for integer string conversion"),
-    RuntimeError("Symlink loop from '/tmp/x'"), FloatingPointError("overflow"),
+    RuntimeError("Symlink loop from '/tmp/x'"), FloatingPointError("overflow"), ValueError("embedded null byte"),
 ])
 def test_translate_maps_what_input_can_cause(exc) -> None:
     mapped = translate(exc)

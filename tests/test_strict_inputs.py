@@ -101,3 +101,11 @@ def test_calibrate_json_outputs_are_strict(tmp_path) -> None:
                                     "--measure", "10:60.5", "--json"])
     assert res.exit_code == 0
     _strict_loads(res.stdout)
+
+
+def test_control_characters_in_an_error_are_escaped() -> None:
+    res = CliRunner().invoke(main, ["analyze", "--tau", "a\x1b[31mb"])
+    assert _one_line(res) == "error: --tau: cannot parse 'a\\x1b[31mb' as a number (got 'a\\x1b[31mb')"
+    assert "\x1b" not in res.stderr
+    line = _one_line(CliRunner().invoke(main, ["plan", "x\x00y.yaml", "c.yaml"]))
+    assert line == "error: a path contains a NUL byte"

@@ -149,9 +149,14 @@ def _one_line(exc: BaseException | Warning | str) -> str:
     return " ".join(str(exc).split())[:300]
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
 def _fail(ctx: click.Context, message: str, code: int) -> None:
-    """Print `error: message` as exactly one line on stderr and exit with `code`."""
-    click.echo(f"error: {' '.join(message.split())}", err=True)
+    """Print `error: message` as exactly one line on stderr and exit with `code`; whitespace runs
+    become one space and other control characters (a NUL or ESC from a file name or a value the
+    user gave) are shown escaped, so the line cannot break or recolour the terminal."""
+    click.echo(f"error: {' '.join(message.split()).translate(_CONTROL)}", err=True)
     ctx.exit(code)
 
 

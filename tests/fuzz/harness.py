@@ -38,7 +38,7 @@ EXIT_CODES = frozenset({0, 2, 3, 4})
 #: Lines a failing command may print before its error (what it announced while it worked). In
 #: 1,500 seeded cases none did: every failure was exactly one line.
 ALLOWED_EXTRA = ("warning:", "note:", "wrote ")
-HOSTILE_PATHS = ("@fifo", "@loop", "@dir", "@missing", "/dev/zero", "/dev/full", "/dev/null", "-")
+HOSTILE_PATHS = ("@fifo", "@loop", "@dir", "@missing", "/dev/zero", "/dev/full", "/dev/null", "-", "a\x00b.yaml")
 NEVER = frozenset({"factory"})  # options whose value is code to import: never fuzzed with free text
 
 
