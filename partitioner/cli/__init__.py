@@ -89,9 +89,7 @@ class LazyGroup(LazyCommands):
             if debug:
                 raise
             where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
-            message = " ".join(exc.format_message().split())
-            click.echo(f"error: {where}: {message} (see '{where} --help')", err=True)
-            ctx.exit(exc.exit_code)
+            _fail(ctx, f"{where}: {exc.format_message()} (see '{where} --help')", exc.exit_code)
         except OSError as exc:  # unreadable input or unwritable output
             if debug:
                 raise
