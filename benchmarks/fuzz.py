@@ -12,7 +12,6 @@ checks run in `pytest` with a fixed seed and a small budget (tests/fuzz/test_fuz
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ sys.path.insert(0, str(REPO / "tests"))  # before benchmarks/, so `fuzz` is the 
 
 from fuzz import harness  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import seed as seed_  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
@@ -46,26 +46,30 @@ def main() -> int:
     timings: list[tuple[float, str]] = []
     start = time.perf_counter()
 
-    @settings(max_examples=opts.cases if deadline is None else 10**9, deadline=None, database=None,
-              derandomize=False, suppress_health_check=list(HealthCheck))
-    @given(st.sampled_from(chosen).flatmap(lambda pc: harness.cases_for(*pc)))
-    def run(case: harness.Case) -> None:
-        if deadline is not None and time.monotonic() > deadline:
-            return
-        with tempfile.TemporaryDirectory() as where:
-            outcome = harness.run_case(case, Path(where))
-        words = [a for a in case.args if a not in ("--force", "--bogus", "-h", "--")]
-        name = next((" ".join(p) for p, _ in chosen if words[: len(p)] == list(p)), words[0] if words else "")
-        tried[name] += 1
-        timings.append((outcome.seconds, case.describe()[:200]))
-        found = harness.problems(outcome)
-        if found:
-            failures.append((case.describe()[:400], found, outcome.stderr[-300:]))
+    def batch(seed: int, examples: int) -> None:
+        @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+                  suppress_health_check=list(HealthCheck))
+        @given(st.sampled_from(chosen).flatmap(lambda pc: harness.cases_for(*pc)))
+        def run(case: harness.Case) -> None:
+            with tempfile.TemporaryDirectory() as where:
+                outcome = harness.run_case(case, Path(where))
+            words = [a for a in case.args if a not in ("--force", "--bogus", "-h", "--")]
+            name = next((" ".join(p) for p, _ in chosen if words[: len(p)] == list(p)), words[0] if words else "")
+            tried[name] += 1
+            timings.append((outcome.seconds, case.describe()[:200]))
+            found = harness.problems(outcome)
+            if found:
+                failures.append((case.describe()[:400], found, outcome.stderr[-300:]))
 
-    random.seed(opts.seed)
-    run._hypothesis_internal_use_seed = opts.seed  # type: ignore[attr-defined]
+        seed_(seed)(run)()
+
+    # batches of 200 with consecutive seeds, so --minutes can stop between them
     try:
-        run()
+        done, k = 0, 0
+        while (deadline is None and done < opts.cases) or (deadline is not None and time.monotonic() < deadline):
+            n = 200 if deadline is not None else min(200, opts.cases - done)
+            batch(opts.seed * 100_003 + k, n)
+            done, k = done + n, k + 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
     total = time.perf_counter() - start
