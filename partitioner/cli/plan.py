@@ -45,6 +45,10 @@ def plan(
     from partitioner.api import build_problem, solve_problem
     from partitioner.result import PLAN_FORMAT
 
+    if out:  # refuse an unwritable --out before solving, not after
+        from partitioner.cli._output import check_writable
+
+        check_writable(out, inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
     problem = build_problem(
         model_file, cluster_file, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit
     )

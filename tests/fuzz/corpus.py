@@ -81,3 +81,8 @@ OTHER_BRANCHES: list[tuple[str, Case]] = [
     ("export-port-99999", Case(["export", "plan.json", "--to", "llamacpp", "--rpc-endpoint", "g1=host:99999"],
                                {"plan.json": "@real"})),
 ]
+
+# Found by benchmarks/fuzz.py (seed 11): the unwritable --out was refused only after the solve.
+CORPUS.append(("out-dev-full-after-cpsat", Case(
+    ["plan", "m.yaml", "c.yaml", "--solver", "cpsat", "--out", "/dev/full", "--export", "sglang"],
+    {"m.yaml": _MODEL, "c.yaml": _CLUSTER + "order: free\n"})))
