@@ -86,3 +86,8 @@ OTHER_BRANCHES: list[tuple[str, Case]] = [
 CORPUS.append(("out-dev-full-after-cpsat", Case(
     ["plan", "m.yaml", "c.yaml", "--solver", "cpsat", "--out", "/dev/full", "--export", "sglang"],
     {"m.yaml": _MODEL, "c.yaml": _CLUSTER + "order: free\n"})))
+CORPUS.append(("report-md-dev-full", Case(["report", "m.yaml", "c.yaml", "--md", "/dev/full"],
+                                          {"m.yaml": _MODEL, "c.yaml": _CLUSTER})))
+CORPUS.append(("report-md-marker-in-source", Case(
+    ["report", "m.yaml", "c.yaml", "--md", "notes.md"],
+    {"m.yaml": _MODEL, "c.yaml": _CLUSTER, "notes.md": "my notes mention partitioner.report/1\n"})))
