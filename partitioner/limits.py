@@ -17,6 +17,7 @@ MAX_INT_DIGITS      24         digits of an integer in YAML, JSON or CSV
 MAX_LAYERS          1024       layers of a model (num_hidden_layers, sum of repeat); 1,024 layers
                                plan in ~3 s and 130 MB, the largest real models have ~130
 MAX_DEVICES         1024       devices of a cluster
+MAX_MICROBATCHES    1000000    M of a plan (CP-SAT scales T(M) to 64-bit integer ticks)
 ==================  =========  ==================================================================
 
 Numbers: finite and |x| <= MAX_MAGNITUDE = 1e18, so no sum of user numbers overflows a float;
@@ -43,6 +44,7 @@ DEFAULTS: dict[str, int] = {
     "MAX_INT_DIGITS": 24,
     "MAX_LAYERS": 1024,
     "MAX_DEVICES": 1024,
+    "MAX_MICROBATCHES": 1_000_000,
 }
 
 #: Largest absolute value of a user number; 1e18 s is 3e10 years, 1e18 bytes an exabyte.

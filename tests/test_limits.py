@@ -164,3 +164,16 @@ def test_translate_leaves_bugs_alone() -> None:
     import numpy as np
 
     assert translate(np.linalg.LinAlgError("Singular matrix")) is not None
+
+
+def test_micro_batch_cap_names_the_limit() -> None:
+    from click.testing import CliRunner
+
+    from partitioner.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    res = CliRunner().invoke(main, ["plan", str(repo / "examples/models/qwen2.5-14b.yaml"),
+                                    str(repo / "examples/clusters/seed.yaml"), "--M", "1000001"])
+    assert res.exit_code == 2
+    assert res.stderr == ("error: M = 1000001: the number of micro-batches exceeds the limit MAX_MICROBATCHES = "
+                          "1000000 (raise it with the environment variable PARTITIONER_MAX_MICROBATCHES)\n")

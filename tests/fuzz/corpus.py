@@ -91,3 +91,6 @@ CORPUS.append(("report-md-dev-full", Case(["report", "m.yaml", "c.yaml", "--md",
 CORPUS.append(("report-md-marker-in-source", Case(
     ["report", "m.yaml", "c.yaml", "--md", "notes.md"],
     {"m.yaml": _MODEL, "c.yaml": _CLUSTER, "notes.md": "my notes mention partitioner.report/1\n"})))
+# Found by benchmarks/fuzz.py (seed 23): M = 10^30 reached CP-SAT as a float coefficient.
+CORPUS.append(("plan-huge-M-cpsat", Case(["plan", "m.yaml", "c.yaml", "--M", "9" * 30, "--solver", "cpsat"],
+                                         {"m.yaml": _MODEL, "c.yaml": _CLUSTER})))
