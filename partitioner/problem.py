@@ -154,6 +154,10 @@ class Problem:
     def __post_init__(self) -> None:
         if isinstance(self.M, bool) or not isinstance(self.M, (int, np.integer)) or self.M < 1:
             raise InputError(f"M must be an integer >= 1 (got {self.M!r})")
+        from partitioner.limits import exceeded, limit
+
+        if self.M > limit("MAX_MICROBATCHES"):  # beyond it T(M) overflows the solvers' integer ticks
+            raise InputError(f"M = {self.M}: " + exceeded("MAX_MICROBATCHES", "the number of micro-batches"))
         for name, value, allowed in (
             ("regime", self.regime, REGIMES),
             ("objective", self.objective, OBJECTIVES),

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from partitioner.calibrate.measure import MissingDependencyError, measure, require
 from partitioner.cli import main
 
-HINT = ("pip install 'partitioner[measure]' "
-        "(CPU only: pip install torch --index-url https://download.pytorch.org/whl/cpu)")
+HINT = ("from a checkout of the partitioner repository run pip install '.[measure]' "
+        "(CPU only: pip install torch --index-url https://download.pytorch.org/whl/cpu first)")
 
 
 def test_missing_torch_is_one_line_with_the_install_hint(monkeypatch, tmp_path) -> None:
@@ -37,7 +37,7 @@ def test_missing_transformers_names_hf_config(monkeypatch, tmp_path) -> None:
 
 def test_core_api_without_torch(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(MissingDependencyError, match=r"^torch is not installed; .*partitioner\[measure\]"):
+    with pytest.raises(MissingDependencyError, match=r"^torch is not installed; .*pip install '\.\[measure\]'"):
         require("torch")
     with pytest.raises(MissingDependencyError, match="torch is not installed"):
         measure(object())

@@ -44,12 +44,20 @@ def _as_float_array(name: str, values: Any, ndim: int) -> np.ndarray:
 
 
 def _check_entries(name: str, arr: np.ndarray) -> None:
-    """Refuses non-finite or negative entries, quoting the first offender and its index."""
+    """Refuses non-finite, negative or absurdly large entries (partitioner.limits:
+    |x| <= MAX_MAGNITUDE, so sums of them cannot overflow), quoting the first offender and its index."""
+    from partitioner.limits import MAX_MAGNITUDE
+
     bad = ~np.isfinite(arr) | (arr < 0)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         where = idx[0] if len(idx) == 1 else list(idx)
         raise InputError(f"{name}[{where}] must be finite and >= 0 (got {float(arr[idx])!r})")
+    odd = arr > MAX_MAGNITUDE
+    if odd.any():
+        idx = tuple(int(i) for i in np.argwhere(odd)[0])
+        where = idx[0] if len(idx) == 1 else list(idx)
+        raise InputError(f"{name}[{where}] must be at most {MAX_MAGNITUDE:g} (got {float(arr[idx])!r})")
 
 
 def as_tau(tau: ArrayLike) -> np.ndarray:

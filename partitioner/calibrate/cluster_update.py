@@ -30,7 +30,7 @@ def fitted_factors(g: GpuFit) -> dict[str, float]:
     """The factors of `g` the data moved, in cluster.yaml units (eta_*, overhead_ms)."""
     values = (min(1.0, _sig(g.fitted.eta_c)), min(1.0, _sig(g.fitted.eta_m)), _sig(g.fitted.t_fixed * 1e3))
     names = ("eta_compute", "eta_memory", "overhead_ms")
-    return {n: v for n, v, s in zip(names, values, g.status) if s in _MOVED}
+    return {n: v for n, v, s in zip(names, values, g.status, strict=False) if s in _MOVED}
 
 
 def calibrated_cluster(data: Mapping[str, Any], fit: EfficiencyFit,

@@ -1,9 +1,10 @@
 """Measurement CSVs at the edge: read with located one-line errors, write without clobbering.
 
 Every error names the file, the line, the column and the value, e.g.
-``stats.csv:7: column 'dur_min': must be >= 0 (got '-1.2')`` (issue 6, "Validation"). Blank
-lines and lines starting with ``#`` are skipped; cells are stripped; extra columns are allowed
-(and ignored by the readers that do not know them).
+``stats.csv:7: column 'dur_min': must be >= 0 (got '-1.2')``. Blank lines and lines starting with
+``#`` are skipped; cells are stripped; extra columns are allowed (and ignored by the readers that
+do not know them). Numbers are bounded as in partitioner.limits: finite and at most 1e18 in size
+(so sums of them cannot overflow); integers at most 2**53.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from partitioner.errors import ConfigError
+from partitioner.limits import magnitude_problem
 from partitioner.userfiles import read_user_text
+
+#: Largest integer cell (2**53: exact as a float, far beyond any batch, token or sample count).
+MAX_INTEGER = 2**53
 
 __all__ = ["Row", "Table", "read_csv", "parse_csv", "number", "integer", "text", "to_csv"]
 
@@ -92,7 +97,7 @@ def parse_csv(content: str, name: str, required: Sequence[str], *, what: str = "
             raise ConfigError(
                 f"expected {len(header)} cells as in the header, got {len(cells)}", file=name, line=line
             )
-        rows.append(Row(line, dict(zip(header, cells))))
+        rows.append(Row(line, dict(zip(header, cells, strict=False))))
     if not rows:
         raise ConfigError(f"no data rows in the {what} (only a header)", file=name, line=header_line)
     return Table(name, tuple(header), tuple(rows))
@@ -117,6 +122,9 @@ def number(table: Table, row: Row, column: str, *, positive: bool = False) -> fl
         raise table.error(f"must be a finite number (got {raw!r})", row, column)
     if value < 0 or (positive and value == 0):
         raise table.error(f"must be {'> 0' if positive else '>= 0'} (got {raw!r})", row, column)
+    problem = magnitude_problem(value, subnormal=False)
+    if problem:
+        raise table.error(f"{problem} (got {raw!r})", row, column)
     return value
 
 
@@ -131,6 +139,8 @@ def integer(table: Table, row: Row, column: str, *, minimum: int = 0) -> int:
         raise table.error(f"not an integer (got {raw!r})", row, column)
     if value < minimum:
         raise table.error(f"must be >= {minimum} (got {raw!r})", row, column)
+    if value > MAX_INTEGER:
+        raise table.error(f"must be <= {MAX_INTEGER} (got {raw!r})", row, column)
     return int(value)
 
 

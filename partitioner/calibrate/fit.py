@@ -71,7 +71,7 @@ class GpuFit:
     def identified(self) -> tuple[str, ...]:
         """The factors the data determined (fitted, or fitted to their bound)."""
         names = ("eta_compute", "eta_memory", "overhead_ms")
-        return tuple(n for n, s in zip(names, self.status) if s in ("fitted", "bound"))
+        return tuple(n for n, s in zip(names, self.status, strict=False) if s in ("fitted", "bound"))
 
     def to_dict(self) -> dict[str, Any]:
         def factors(hw: Hardware) -> dict[str, float]:
@@ -80,7 +80,7 @@ class GpuFit:
         return {
             "gpu": self.gpu, "devices": list(self.devices), "rows": self.rows,
             "default": factors(self.default), "fitted": factors(self.fitted),
-            "status": dict(zip(("eta_compute", "eta_memory", "overhead_ms"), self.status)),
+            "status": dict(zip(("eta_compute", "eta_memory", "overhead_ms"), self.status, strict=False)),
             "rms_error_before": self.rms_before, "rms_error_after": self.rms_after, "notes": list(self.notes),
         }
 
@@ -183,9 +183,9 @@ def _fit_gpu(gpu: str, rows: list[Timing], hw: Hardware, shape: Shape,
     fitted = replace(hw, eta_c=min(1.0, 1.0 / (a * hw.F)), eta_m=min(1.0, 1.0 / (b * hw.BW)), t_fixed=c)
     fits = [RowFit(t, gpu, f, m, row_time(f, m, t.n_layers, hw), row_time(f, m, t.n_layers, fitted),
                    "compute" if f / (fitted.eta_c * fitted.F) > m / (fitted.eta_m * fitted.BW) else "memory")
-            for t, (f, m) in zip(rows, terms)]
+            for t, (f, m) in zip(rows, terms, strict=False)]
     wsum = float(d.w.sum())
-    rms = [float(np.sqrt(sum(t.samples * e * e for t, e in zip(rows, errs)) / wsum))
+    rms = [float(np.sqrt(sum(t.samples * e * e for t, e in zip(rows, errs, strict=False)) / wsum))
            for errs in ([r.error_default for r in fits], [r.error for r in fits])]
     devices = tuple(dict.fromkeys(t.device for t in rows))
     return GpuFit(gpu, devices, hw, fitted, sol.status, len(rows), rms[0], rms[1],
@@ -197,10 +197,11 @@ def fit_efficiencies(rows: Sequence[Timing], specs: Mapping[str, tuple[str, Hard
     """Fit (eta_c, eta_m, t_fixed) per GPU type; `specs`: device key -> (GPU type, default Hardware)."""
     if not rows:
         raise InputError("no timings to fit (got 0 rows)")
-    gpus, by_index = [], {}
+    gpus: list[Any] = []
+    by_index: dict[int, Any] = {}
     for gpu, idx in _groups(rows, specs).items():
         g, fits = _fit_gpu(gpu, [rows[i] for i in idx], specs[rows[idx[0]].device][1], shape, dtypes)
         gpus.append(g)
-        by_index.update(zip(idx, fits))
+        by_index.update(zip(idx, fits, strict=False))
     gpu_of = {t.device: specs[t.device][0] for t in rows}
     return EfficiencyFit(tuple(gpus), tuple(by_index[i] for i in range(len(rows))), gpu_of)

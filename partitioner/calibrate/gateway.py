@@ -49,7 +49,7 @@ STATISTICS: dict[str, str] = {"min": "dur_min", "p5": "dur_p5", "p50": "dur_p50"
 SMALL_SAMPLE = 10
 ERRORS4_NOTE = (
     "these taus are service times of whole-model replicas on separate hosts, not a measured "
-    "pipeline: the figures are what a pipeline with these stage times would show (theory.md Errors 4)"
+    "pipeline: the figures are what a pipeline with these stage times would show (docs/theory.md, paper Errors 4)"
 )
 
 
@@ -234,9 +234,9 @@ def calibrate_gateway(
     model: str,
     nodes: Sequence[str] | None = None,
     stat: str = "min",
+    *,
     Ms: Sequence[int] = (1, 8, 100),
     d: Sequence[float] | None = None,
-    *,
     source: str = "",
 ) -> GatewayCalibration:
     """Stage times, bias and GPipe error of a pipeline over `nodes` serving `model` (§7.2).

@@ -13,6 +13,7 @@ Every cell goes through `partitioner.calibrate.csvio`, so errors name file, line
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,7 @@ def _missing(table: csvio.Table, columns: Sequence[str]) -> str:
 
 def _stats_row(table: csvio.Table, row: csvio.Row) -> GatewayStats:
     nums = {c: csvio.number(table, row, c) for c in STATS_COLUMNS[3:]}
-    for lo, hi in zip(_ORDERED, _ORDERED[1:]):
+    for lo, hi in itertools.pairwise(_ORDERED):
         if nums[hi] < nums[lo] * (1 - _SLACK):
             raise table.error(f"must be >= {lo} = {nums[lo]!r} (got {row.cells[hi]!r})", row, hi)
     if nums["dur_mean"] < nums["dur_min"] * (1 - _SLACK):

@@ -58,7 +58,7 @@ def _run_name(names: Sequence[str]) -> str:
 
 def profile_entries(nodes: Sequence[str], cost: np.ndarray, layers: Mapping[str, Any]) -> list[dict[str, Any]]:
     """`layers:` entries from per-node layer costs and the template's layer list, runs compressed."""
-    costs = [{n: float(cost[g, l]) for g, n in enumerate(nodes)} for l in range(cost.shape[1])]
+    costs = [{n: float(cost[g, j]) for g, n in enumerate(nodes)} for j in range(cost.shape[1])]
     return compress(layer_entries(layers, costs), _run_name)
 
 
@@ -73,6 +73,7 @@ def cluster_yaml(cal: GatewayCalibration, gpus: Sequence[str], header: Sequence[
     notes = [
         "Devices are named after the gateway nodes, in pipeline order; the planner may reorder them (order: free).",
         "Links were not measured: the inter-node default below applies; edit it to your network.",
+        "Once edited, a re-run refuses to replace this file (checksum in the first line) unless given --force.",
     ]
     return _dump([*header, *notes], {"name": f"gateway {cal.model}", "devices": devices,
                                      "links": {"inter_node": "10gbe"}, "order": "free"})

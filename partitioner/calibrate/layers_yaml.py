@@ -20,10 +20,10 @@ def layer_entries(layers: Mapping[str, Any], costs: Sequence[Mapping[str, float]
     """One entry per layer of `layers` (`partitioner.costs.tables.roofline_layers`); `costs[l]`
     maps each device key to layer l's seconds."""
     return [
-        {"name": str(name), "kind": str(layers["layer_kinds"][l]), "cost": dict(costs[l]),
-         "memory_gb": float(layers["memory_gb"][l]), "out_bytes": float(layers["cut_bytes"][l]),
-         "params": int(round(float(layers["params"][l])))}
-        for l, name in enumerate(layers["layer_names"])
+        {"name": str(name), "kind": str(layers["layer_kinds"][j]), "cost": dict(costs[j]),
+         "memory_gb": float(layers["memory_gb"][j]), "out_bytes": float(layers["cut_bytes"][j]),
+         "params": round(float(layers["params"][j]))}
+        for j, name in enumerate(layers["layer_names"])
     ]
 
 

@@ -40,8 +40,10 @@ __all__ = [
 PHASES = ("prefill", "decode")
 #: Columns written (`partitioner.calibrate.timings` reads them; samples is its optional column).
 TIMINGS_COLUMNS = ("device", "layer", "phase", "batch", "tokens", "seconds", "samples")
-INSTALL_HINT = ("pip install 'partitioner[measure]' (CPU only: "
-                "pip install torch --index-url https://download.pytorch.org/whl/cpu)")
+#: How to get torch and transformers. `partitioner` on PyPI is an unrelated package, so the hint
+#: names the install from a checkout of this repository (the `measure` extra of pyproject.toml).
+INSTALL_HINT = ("from a checkout of the partitioner repository run pip install '.[measure]' (CPU only: "
+                "pip install torch --index-url https://download.pytorch.org/whl/cpu first)")
 _FORWARD_ERRORS = (RuntimeError, TypeError, ValueError, IndexError)
 
 
@@ -99,7 +101,7 @@ def measure(model: Any, *, phase: str = "prefill", batches: Sequence[int] = (1,)
             for n in tokens:
                 if on_cell is not None:
                     on_cell(phase, batch, n)
-                ids = _token_ids(torch, parts.vocab, batch, n, device, seed)
+                ids = _token_ids(torch, parts.vocab, batch, n, device, seed=seed)
                 where = f"{phase}, batch {batch}, tokens {n}"
                 run = _runner(model, calling, phase, ids, where)
                 medians = _time_cell(run, clock, warmup, repeats, where)
@@ -222,7 +224,7 @@ def _synchronizer(torch: Any, device: Any) -> Callable[[], None]:
     if device.type == "cuda":
         return lambda: torch.cuda.synchronize(device)
     if device.type == "mps":
-        return lambda: torch.mps.synchronize()
+        return torch.mps.synchronize
     return lambda: None
 
 
@@ -233,7 +235,7 @@ def _device_of(model: Any) -> Any:
         raise MeasureError(f"{type(model).__name__} has no parameters; nothing to time") from None
 
 
-def _token_ids(torch: Any, vocab: int, batch: int, tokens: int, device: Any, seed: int) -> Any:
+def _token_ids(torch: Any, vocab: int, batch: int, tokens: int, device: Any, *, seed: int) -> Any:
     """Random token ids in [0, vocab), shape (batch, tokens), reproducible from `seed`."""
     generator = torch.Generator().manual_seed(seed)
     return torch.randint(0, vocab, (batch, tokens), generator=generator).to(device)

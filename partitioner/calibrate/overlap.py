@@ -106,7 +106,7 @@ def _measurements(Ms: Sequence[int], Ts: Sequence[float]) -> tuple[np.ndarray, n
     if len(Ms) != len(Ts):
         raise InputError(f"need as many makespans as M values (got {len(Ms)} M, {len(Ts)} T)")
     Mv = np.array([as_M(m) for m in Ms], dtype=np.int64)
-    for m, t in zip(Mv, Ts):
+    for m, t in zip(Mv, Ts, strict=False):
         if isinstance(t, bool) or not isinstance(t, Real) or not math.isfinite(t) or t <= 0:
             raise InputError(f"a makespan must be a finite number of seconds > 0 (got T={t!r} at M={m})")
     listing = ", ".join(f"M={m}" for m in Mv)
@@ -149,10 +149,10 @@ def _rho(Mv: np.ndarray, Tv: np.ndarray, t: np.ndarray, dd: np.ndarray) -> tuple
         )
 
 
-def _points(t: np.ndarray, dd: np.ndarray, Mv: np.ndarray, Tv: np.ndarray, fitted: np.ndarray,
+def _points(t: np.ndarray, dd: np.ndarray, Mv: np.ndarray, Tv: np.ndarray, fitted: np.ndarray, *,
             rtol: float) -> tuple[MeasuredPoint, ...]:
     out = []
-    for m, T, f in zip(Mv, Tv, fitted):
+    for m, T, f in zip(Mv, Tv, fitted, strict=False):
         lo, hi = makespan_async(t, dd, int(m)), makespan_blocking(t, dd, int(m))
         inside = lo * (1 - rtol) <= T <= hi * (1 + rtol)
         out.append(MeasuredPoint(int(m), float(T), lo, hi, float(f), float(T - f), bool(inside)))
@@ -229,12 +229,12 @@ def fit_overlap(
     rebalance = t_max / float(t.mean()) - 1.0
     binding, first = binding_links(t, dd), first_binding_link(t)
     kind, text = advise(recoverable, rebalance, binding, first)
-    points = _points(t, dd, Mv, Tv, fitted, rtol)
-    fields: dict[str, Any] = dict(
-        tau=tuple(float(x) for x in t), d=tuple(float(x) for x in dd), tau_max=t_max, sigma_max=s_max,
-        k=k, b=b, first_latency=A, intercept_diff=b - A, intercept_rel=(b - A) / A, r2=r2, points=points,
-        rho=rho, rho_reason=rho_reason, slope_in_range=t_max * (1 - rtol) <= k <= s_max * (1 + rtol),
-        p=p, p_min=p_min, p_reason=p_reason, recoverable=recoverable, rebalance_headroom=rebalance,
-        binding_links=binding, first_binding_link=first, advice_kind=kind, advice=text,
-    )
+    points = _points(t, dd, Mv, Tv, fitted, rtol=rtol)
+    fields: dict[str, Any] = {
+        "tau": tuple(float(x) for x in t), "d": tuple(float(x) for x in dd), "tau_max": t_max, "sigma_max": s_max,
+        "k": k, "b": b, "first_latency": A, "intercept_diff": b - A, "intercept_rel": (b - A) / A, "r2": r2, "points": points,
+        "rho": rho, "rho_reason": rho_reason, "slope_in_range": t_max * (1 - rtol) <= k <= s_max * (1 + rtol),
+        "p": p, "p_min": p_min, "p_reason": p_reason, "recoverable": recoverable, "rebalance_headroom": rebalance,
+        "binding_links": binding, "first_binding_link": first, "advice_kind": kind, "advice": text,
+    }
     return OverlapFit(**fields, warnings=_warnings(fields, points))

@@ -18,7 +18,7 @@ from typing import Any
 
 from partitioner.calibrate.fit import DTypes, EfficiencyFit, row_terms, row_time
 from partitioner.calibrate.layers_yaml import compress, layer_entries
-from partitioner.calibrate.timings import Point, Timing
+from partitioner.calibrate.timings import Kind, Point, Timing
 from partitioner.costs.roofline import Shape, precision_bytes
 from partitioner.costs.tables import roofline_layers
 from partitioner.errors import ConfigError, InputError
@@ -80,13 +80,13 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         return {"point": {"phase": self.point.phase, "batch": self.point.batch, "tokens": self.point.tokens},
-                "cells": self.cells, "filled": [{"layer": l, "device": d} for l, d in self.filled]}
+                "cells": self.cells, "filled": [{"layer": layer, "device": d} for layer, d in self.filled]}
 
 
 def _index_range(t: Timing, L: int) -> range:
     """Positions in the roofline layer list (embed 0, layer.k at k + 1, lm_head L + 1)."""
     if t.kind == "embed":
-        return range(0, 1)
+        return range(1)
     if t.kind == "head":
         return range(L + 1, L + 2)
     return range(t.first + 1, t.last + 2)
@@ -106,9 +106,9 @@ def _measured(rows: Sequence[Timing], L: int, names: Sequence[str], source: str)
     return cells
 
 
-def _fill(key: str, pos: int, L: int, point: Point, fit: EfficiencyFit, shape: Shape, dtypes: DTypes) -> float:
+def _fill(key: str, pos: int, L: int, point: Point, *, fit: EfficiencyFit, shape: Shape, dtypes: DTypes) -> float:
     """Seconds of one layer from the fitted roofline of the key's GPU type."""
-    kind = "embed" if pos == 0 else "head" if pos == L + 1 else "decoder"
+    kind: Kind = "embed" if pos == 0 else "head" if pos == L + 1 else "decoder"
     k = pos - 1 if kind == "decoder" else 0
     t = Timing(key, kind, k, k, point.phase, point.batch, point.tokens, 1.0)
     f, m = row_terms(t, shape, dtypes)
@@ -141,7 +141,7 @@ def profile_from_timings(timings: Sequence[Timing], point: Point, arch: Any, wor
             if fit is None:
                 raise InputError(f"no timing for {layer} on device {key!r} at {point}; time it, or let the "
                                  f"fitted cost model fill it")
-            cost[key] = _fill(key, pos, L, point, fit, shape, dtypes)
+            cost[key] = _fill(key, pos, L, point, fit=fit, shape=shape, dtypes=dtypes)
             filled.append((layer, key))
         costs.append(cost)
     data = {"name": name, "layers": compress(layer_entries(layers, costs), _run_name)}

@@ -117,7 +117,7 @@ def _clamp_unidentified(p: np.ndarray, status: list[str], d: RowData, compute: n
             p[1], status[1] = max(lower[1], cap), "clamped"
 
 
-def _active_sets(d: RowData, X: np.ndarray, Z: np.ndarray, cols: list[int], lower: np.ndarray,
+def _active_sets(d: RowData, X: np.ndarray, Z: np.ndarray, cols: list[int], lower: np.ndarray, *,
                  default: np.ndarray, compute: np.ndarray) -> list[tuple[np.ndarray, list[str]]]:
     """One bounded least-squares solution per feasible active set over `cols` (others fixed)."""
     out = []
@@ -147,9 +147,9 @@ def _candidates(d: RowData, compute: np.ndarray, lower: np.ndarray,
     Z = X * (np.sqrt(d.w) / d.y)[:, None]
     cols = [j for j in range(3) if np.any(X[:, j] != 0)]
     if 2 in _free_columns(Z, cols):
-        return _active_sets(d, X, Z, cols, lower, default, compute)
-    kept = _active_sets(d, X, Z, [j for j in cols if j != 2], lower, default, compute)
-    moved = [(p, [*s[:2], "clamped"]) for p, s in _active_sets(d, X, Z, cols, lower, default, compute)
+        return _active_sets(d, X, Z, cols, lower, default=default, compute=compute)
+    kept = _active_sets(d, X, Z, [j for j in cols if j != 2], lower, default=default, compute=compute)
+    moved = [(p, [*s[:2], "clamped"]) for p, s in _active_sets(d, X, Z, cols, lower, default=default, compute=compute)
              if s[2] != "unidentified"]
     J_kept = min((objective(p, d) for p, _ in kept), default=np.inf)
     tol = 1e-12 * float(d.w.sum()) + 1e-9 * J_kept
@@ -191,7 +191,7 @@ def _choose(pool: list[_Candidate], kept: _Candidate, d: RowData) -> _Candidate:
     defaults themselves win only if strictly better."""
     J_min = min(c.J for c in pool)
     tol = 1e-12 * float(d.w.sum()) + 1e-9 * J_min
-    near = [c for c in pool if c.J <= J_min + tol]
+    near = [c for c in pool if J_min + tol >= c.J]
     near = [c for c in near if c.consistent(d)] or near
     best = min(near, key=lambda c: _distance(c, kept.p, d))
     return kept if kept.J < best.J else best

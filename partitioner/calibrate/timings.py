@@ -17,11 +17,14 @@ phase     ``decode`` or ``prefill``
 batch     sequences per micro-batch, integer >= 1
 tokens    prefill: prompt tokens per sequence; decode: context length (KV positions read per
           sequence); integer >= 1
-seconds   time of one forward pass of that layer (range) for one micro-batch, > 0 (a median
-          of repeats is recommended)
+seconds   time of one forward pass of that layer (range) for one micro-batch, between 1 ns
+          and 10^6 s (a median of repeats is recommended)
 samples   optional: how many timings that value summarises, integer >= 1 (default 1); the
           efficiency fit weights each row by it
 ========  =====================================================================================
+
+Two rows for the same device, layer(s), phase, batch and tokens with different ``seconds``
+contradict each other and are an error naming both lines (summarise repeats into one row).
 
 Example::
 
@@ -41,6 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from partitioner.calibrate import csvio
+from partitioner.errors import ConfigError
 from partitioner.models import catalog
 
 __all__ = ["COLUMNS", "Timing", "Point", "parse_layer", "read_timings", "parse_timings"]
@@ -150,8 +154,21 @@ def _timing(table: csvio.Table, row: csvio.Row, num_layers: int | None,
         device=_device(table, row, valid, shown), kind=kind, first=first, last=last,
         phase=_phase(table, row), batch=csvio.integer(table, row, "batch", minimum=1),
         tokens=csvio.integer(table, row, "tokens", minimum=1),
-        seconds=csvio.number(table, row, "seconds", positive=True), samples=samples, line=row.line,
+        seconds=_seconds(table, row), samples=samples, line=row.line,
     )
+
+
+#: A measured layer time outside [1 ns, 10^6 s] is a unit mistake, not a measurement (and its
+#: squares would leave the float range in the least-squares fit).
+SECONDS_RANGE = (1e-9, 1e6)
+
+
+def _seconds(table: csvio.Table, row: csvio.Row) -> float:
+    value = csvio.number(table, row, "seconds", positive=True)
+    low, high = SECONDS_RANGE
+    if not low <= value <= high:
+        raise table.error(f"must be between {low:g} and {high:g} s (got {row.cells['seconds']!r})", row, "seconds")
+    return value
 
 
 def parse_timings(table: csvio.Table, *, num_layers: int | None = None,
@@ -161,7 +178,24 @@ def parse_timings(table: csvio.Table, *, num_layers: int | None = None,
     `num_layers`: the model's decoder layers, to reject indices beyond it; `valid`: accepted
     device keys (None: any); `shown`: the names an unknown-device error lists.
     """
-    return tuple(_timing(table, row, num_layers, valid, shown) for row in table.rows)
+    timings = tuple(_timing(table, row, num_layers, valid, shown) for row in table.rows)
+    _check_duplicates(table, timings)
+    return timings
+
+
+def _check_duplicates(table: csvio.Table, timings: Sequence[Timing]) -> None:
+    """Two rows that time the same layers at the same point on the same device must agree: a
+    repeat with another `seconds` contradicts it (summarise repeats into one row with `samples`)."""
+    seen: dict[tuple[Any, ...], Timing] = {}
+    for t in timings:
+        key = (t.device, t.kind, t.first, t.last, t.phase, t.batch, t.tokens)
+        first = seen.setdefault(key, t)
+        if first is not t and first.seconds != t.seconds:
+            raise ConfigError(
+                f"contradicts line {first.line}: device {t.device!r}, layer {t.layer}, {t.point} measured "
+                f"{first.seconds!r} s there and {t.seconds!r} s here; keep one row (a median, with samples)",
+                file=table.file, line=t.line,
+            )
 
 
 def read_timings(path: str | Path, *, num_layers: int | None = None,

@@ -3,16 +3,20 @@
 Each command lives in its own module and is imported only when it runs, so that
 `partition --help` stays instant (no numpy, ortools or matplotlib at start-up).
 Errors: every `PartitionerError` and every click usage error (unknown option, bad value)
-becomes one line on stderr and its exit code (2 bad input, 3 infeasible, 4 solver failure);
-`--debug` (anywhere on the line) shows
-the traceback instead.
+becomes one line on stderr and its exit code (2 bad input, 3 infeasible, 4 solver failure); a
+library exception that hostile input can still cause (RecursionError, OverflowError, a decoding
+error, numpy's LinAlgError, ...) is first mapped to one by `partitioner.errors.translate`; any
+other exception is a bug and is reported as one line too, with exit code 1. `--debug` (anywhere
+on the line) shows the traceback instead. `--force` (anywhere on the line) lets a command replace
+an output file that was hand-edited since partitioner wrote it (partitioner.cli._output).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+import warnings
+from typing import Any, ClassVar
 
 import click
 
@@ -36,7 +40,7 @@ class LazyCommands(click.Group):
     """A group whose commands are imported only when invoked: `table` maps each command name to
     (module, one-line help); the module defines a click command object named like the command."""
 
-    table: dict[str, tuple[str, str]] = {}
+    table: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.table)
@@ -60,35 +64,99 @@ class LazyGroup(LazyCommands):
     table = COMMANDS
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--debug" in args:
-            args = [a for a in args if a != "--debug"]
-            ctx.meta["partitioner.debug"] = True
-        return super().parse_args(ctx, args)
+        for flag in ("--debug", "--force"):
+            if flag in args:
+                args = [a for a in args if a != flag]
+                ctx.meta[f"partitioner.{flag[2:]}"] = True
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:  # `partition --bogus`: one line, as inside a command
+            if ctx.meta.get("partitioner.debug"):
+                raise
+            _fail(ctx, f"{ctx.command_path}: {exc.format_message()} (see '{ctx.command_path} --help')", exc.exit_code)
+            raise  # unreachable: _fail exits
 
     def invoke(self, ctx: click.Context) -> Any:
         from partitioner.errors import PartitionerError
 
         debug = ctx.meta.get("partitioner.debug") or os.environ.get("PARTITIONER_DEBUG") == "1"
         try:
-            return super().invoke(ctx)
+            return self._transaction(ctx)
         except PartitionerError as exc:
             if debug:
                 raise
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+            _fail(ctx, str(exc), exc.exit_code)
         except click.UsageError as exc:  # a bad option or argument: one line too, not click's usage block
             if debug:
                 raise
             where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
-            message = " ".join(exc.format_message().split())
-            click.echo(f"error: {where}: {message} (see '{where} --help')", err=True)
-            ctx.exit(exc.exit_code)
+            _fail(ctx, f"{where}: {exc.format_message()} (see '{where} --help')", exc.exit_code)
         except OSError as exc:  # unreadable input or unwritable output
             if debug:
                 raise
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-            click.echo(f"error: {where}{exc.strerror or exc}", err=True)
-            ctx.exit(2)
+            _fail(ctx, f"{where}{exc.strerror or exc}", 2)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as exc:  # the boundary: map what input can cause, report the rest as a bug
+            if debug:
+                raise
+            from partitioner.errors import translate
+
+            mapped = translate(exc)
+            if mapped is not None:
+                _fail(ctx, str(mapped), mapped.exit_code)
+            _fail(ctx, f"internal error ({type(exc).__name__}: {_one_line(exc)}); this is a bug: "
+                       "rerun with --debug and report the traceback", 1)
+
+    def _transaction(self, ctx: click.Context) -> Any:
+        """Run the command with its file writes staged: renamed into place if it succeeds, deleted
+        if it fails, so one command writes all of its files or none (partitioner.cli._output)."""
+        import warnings
+
+        from partitioner.cli import _output
+
+        ctx.meta["partitioner.pending_writes"] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                # numpy's RuntimeWarnings (overflow, invalid value) would add lines to stderr: they
+                # are collected and summarised in one line if the command still succeeds
+                warnings.simplefilter("always", RuntimeWarning)
+                result = super().invoke(ctx)
+            _warn_numeric(caught)
+        except click.exceptions.Exit as exc:
+            (_output.commit_pending if exc.exit_code == 0 else _output.discard_pending)(ctx.meta)
+            raise
+        except BaseException:
+            _output.discard_pending(ctx.meta)
+            raise
+        _output.commit_pending(ctx.meta)
+        return result
+
+
+def _warn_numeric(caught: list[warnings.WarningMessage]) -> None:
+    numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    for w in caught:
+        if w not in numeric:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    if numeric:
+        click.echo(f"warning: {len(numeric)} floating-point warning(s) while computing (first: "
+                   f"{_one_line(numeric[0].message)}); check the input for extreme values", err=True)
+
+
+def _one_line(exc: BaseException | Warning | str) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
+def _fail(ctx: click.Context, message: str, code: int) -> None:
+    """Print `error: message` as exactly one line on stderr and exit with `code`; whitespace runs
+    become one space and other control characters (a NUL or ESC from a file name or a value the
+    user gave) are shown escaped, so the line cannot break or recolour the terminal."""
+    click.echo(f"error: {' '.join(message.split()).translate(_CONTROL)}", err=True)
+    ctx.exit(code)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,5 +164,7 @@ class LazyGroup(LazyCommands):
 def main() -> None:
     """partitioner: plan pipeline-parallel LLM inference on heterogeneous GPU clusters.
 
-    Add --debug anywhere to see a traceback instead of a one-line error.
+    Add --debug anywhere to see a traceback instead of a one-line error, and --force anywhere to
+    replace an output file that was hand-edited since partitioner wrote it. Limits, errors and
+    output files: README "Limits, errors and output files"; theory: docs/.
     """

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import click
+
+from partitioner.jsonio import dumps
 
 __all__ = ["show_summary", "show_fit"]
 
@@ -31,7 +32,7 @@ def show_summary(file: str, timings: Sequence[Any], as_json: bool) -> None:
     """The file checked, without a model: what it holds per device and workload point."""
     rows = _summary_rows(timings)
     if as_json:
-        click.echo(json.dumps({"timings": file, "rows": [t.to_dict() for t in timings], "summary": rows}, indent=2))
+        click.echo(dumps({"timings": file, "rows": [t.to_dict() for t in timings], "summary": rows}))
         return
     from rich.table import Table
 
@@ -90,7 +91,7 @@ def _row_table(fit: Any) -> Any:
 def show_fit(file: str, model: str, fit: Any, written: dict[str, Any], as_json: bool) -> None:
     """The per-GPU and per-row tables (or JSON), notes on unidentified factors, files written."""
     if as_json:
-        click.echo(json.dumps({"timings": file, "model": model, **fit.to_dict(), "written": written}, indent=2))
+        click.echo(dumps({"timings": file, "model": model, **fit.to_dict(), "written": written}))
         return
     console = _console()
     console.print(_gpu_table(fit))

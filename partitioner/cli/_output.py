@@ -1,18 +1,46 @@
 """Small helpers shared by CLI commands: unit formatting and safe writes.
 
-Nothing the user wrote is ever overwritten: an output path that is one of the inputs, or an
-existing file that this tool did not write, is refused with a one-line error.
+Nothing the user wrote is ever overwritten or half-written:
+
+* **The header.** Every file partitioner writes starts with a header line in the file's own
+  comment syntax: ``# <marker> ... sha256=<hex>`` (YAML, CSV, text) or
+  ``<!-- <marker> ... sha256=<hex> -->`` (Markdown, HTML; in HTML after the ``<!DOCTYPE html>``
+  line, which must stay first), where ``<hex>`` is the SHA-256 of everything after the header line. JSON has no comments: there the header is the top-level
+  ``"format"`` field, which must equal the marker (JSON files carry no checksum).
+* **Replacing a file.** An existing output is replaced only if its first line is such a header
+  with the expected marker (checked exactly, at the start of line 1, never as a substring
+  anywhere) and its checksum still matches, i.e. nobody edited it since partitioner wrote it.
+  A hand-edited file is replaced only with ``--force`` (anywhere on the command line); a file
+  partitioner did not write, an input of the command, a directory or anything that is not a
+  regular file (``/dev/full``, a FIFO) never is, and is never read.
+* **Atomic, all or none.** Text goes to a temporary file in the target's directory, which is
+  renamed over the target. Inside a CLI command every write of the command is staged and the
+  renames happen only when the command succeeds (the error boundary in partitioner.cli commits
+  or discards them), so ``report --md ok.md --html /read-only/x.html`` leaves no ``ok.md``.
+  Outside a command (the Python API) each write commits at once.
+* ``-`` as a path means standard output.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
+import os
+import re
+import stat
+import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from partitioner.errors import InputError
 
-__all__ = ["fmt_time", "fmt_rate", "check_writable", "safe_write"]
+__all__ = ["fmt_time", "fmt_rate", "check_writable", "safe_write", "commit_pending", "discard_pending",
+           "with_header", "header_syntax"]
+
+_PENDING = "partitioner.pending_writes"
+_HEADER_READ = 64 * 1024  # a header line is short; read no more to find it
 
 
 def fmt_time(seconds: float) -> str:
@@ -34,35 +62,225 @@ def fmt_rate(per_second: float) -> str:
     return f"{per_second:.4g}/s"
 
 
-def check_writable(path: str | Path, *, inputs: Iterable[str | Path] = (), marker: str = "") -> Path:
-    """Raise InputError if writing `path` would destroy something the user wrote (see `safe_write`).
+# -- the header ---------------------------------------------------------------------------------
+def header_syntax(path: str | Path) -> tuple[str, str] | None:
+    """(open, close) of a header comment for `path`'s suffix, or None for JSON (no comments)."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        return None
+    if suffix in (".md", ".markdown", ".html", ".htm", ".xml", ".svg"):
+        return "<!-- ", " -->"
+    return "# ", ""
 
-    Commands that write several files call this for every path first, so a refusal leaves
-    nothing half-written.
+
+def _digest(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def with_header(path: str | Path, text: str, marker: str) -> str:
+    """`text` as written to `path`: its first line made (or kept as) the header of `marker`, with the
+    checksum of the rest appended. JSON text is returned unchanged."""
+    syntax = header_syntax(path)
+    if syntax is None or not marker:
+        return text
+    opening, closing = syntax
+    preamble, text = _split_preamble(text)
+    first, newline, rest = text.partition("\n")
+    if first.startswith(opening + marker) and first.endswith(closing) and newline:
+        head, body = first[: len(first) - len(closing)] if closing else first, rest
+    else:
+        head, body = opening + marker, text
+    return f"{preamble}{head} sha256={_digest(body)}{closing}\n{body}"
+
+
+def _split_preamble(text: str) -> tuple[str, str]:
+    """An HTML doctype line stays first (browsers need it there); the header follows it."""
+    if text[:9].upper() == "<!DOCTYPE":
+        first, newline, rest = text.partition("\n")
+        return first + newline, rest
+    return "", text
+
+
+def _header_pattern(opening: str, closing: str, marker: str) -> re.Pattern[str]:
+    return re.compile(re.escape(opening + marker) + r"(?:[ ;,:].*)? sha256=([0-9a-f]{64})" + re.escape(closing))
+
+
+# -- checks -------------------------------------------------------------------------------------
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b) or os.path.samefile(a, b)
+    except (OSError, ValueError):  # a missing file, a NUL byte in a path
+        return False
+
+
+def _forced() -> bool:
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get("partitioner.force"))
+
+
+def _existing_verdict(out: Path, marker: str, force: bool) -> None:
+    """Raise InputError unless the existing regular file `out` may be replaced."""
+    from partitioner.limits import limit
+
+    foreign = InputError(f"{out}: exists and was not written by partitioner; choose another path")
+    if not marker:
+        raise foreign
+    syntax = header_syntax(out)
+    try:
+        with open(out, "rb") as fh:
+            if syntax is None:
+                raw = fh.read(limit("MAX_INPUT_BYTES") + 1)
+                _check_json_format(out, raw, marker, foreign)
+                return
+            first = fh.readline(_HEADER_READ).decode("utf-8", errors="replace").rstrip("\r\n")
+            if first[:9].upper() == "<!DOCTYPE" and syntax[0] == "<!-- ":
+                first = fh.readline(_HEADER_READ).decode("utf-8", errors="replace").rstrip("\r\n")
+            match = _header_pattern(*syntax, marker).fullmatch(first)
+            if match is None:
+                raise foreign
+            if force:
+                return
+            body = fh.read(limit("MAX_INPUT_BYTES") + 1)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot read the existing file ({exc.strerror or exc})") from None
+    if hashlib.sha256(body).hexdigest() != match.group(1):
+        raise InputError(f"{out}: was edited since partitioner wrote it (its checksum differs); "
+                         "pass --force to replace it, or choose another path")
+
+
+def _check_json_format(out: Path, raw: bytes, marker: str, foreign: InputError) -> None:
+    import json
+
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise foreign from None
+    if not isinstance(data, dict) or data.get("format") != marker:
+        raise foreign
+
+
+def check_writable(path: str | Path, *, inputs: Iterable[str | Path] = (), marker: str = "",
+                   force: bool | None = None) -> Path:
+    """Raise InputError if writing `path` would destroy something the user wrote (see the module doc).
+
+    Commands that write several files may call this for every path first, so a refusal comes
+    before any slow work; `safe_write` checks again.
     """
     out = Path(path)
-    resolved = out.resolve()
+    if str(path) == "-":
+        return out
     for source in inputs:
-        if Path(source).resolve() == resolved:
+        if _same_file(source, out):
             raise InputError(f"{out}: refusing to overwrite an input file")
-    if out.exists():
-        if out.is_dir():
-            raise InputError(f"{out}: is a directory")
-        try:
-            existing = out.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise InputError(f"{out}: cannot read existing file ({exc.strerror})") from exc
-        if not marker or marker not in existing:
-            raise InputError(f"{out}: exists and was not written by partitioner; choose another path")
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        return out
+    except (OSError, ValueError) as exc:  # a symlink loop, a path through a file, a NUL byte, ...
+        raise InputError(f"{out}: cannot write ({getattr(exc, 'strerror', None) or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{out}: is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{out}: is not a regular file (a device or a FIFO); partitioner writes only regular files")
+    _existing_verdict(out, marker, _forced() if force is None else force)
     return out
 
 
-def safe_write(path: str | Path, text: str, *, inputs: Iterable[str | Path] = (), marker: str = "") -> Path:
-    """Write `text` to `path` unless that would destroy something the user wrote.
+# -- writing ------------------------------------------------------------------------------------
+@dataclass
+class _Staged:
+    target: Path
+    temp: str
 
-    Refuses when `path` is one of `inputs`, or when it exists and does not contain `marker`
-    (the signature of a file this tool wrote before, e.g. the plan format tag).
+
+def _stage(out: Path, text: str) -> _Staged:
+    """Write `text` to a new temporary file beside `out` (same directory, so the rename is atomic)."""
+    directory = out.parent if str(out.parent) else Path(".")
+    try:
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{out.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            mode = stat.S_IMODE(os.stat(out).st_mode)
+        except OSError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temp, mode)
+    except OSError as exc:
+        _remove(temp)
+        raise InputError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    return _Staged(out, temp)
+
+
+def _remove(temp: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(temp)
+
+
+def _commit(staged: list[_Staged]) -> None:
+    for i, item in enumerate(staged):
+        try:
+            os.replace(item.temp, item.target)
+        except OSError as exc:
+            for rest in staged[i:]:
+                _remove(rest.temp)
+            raise InputError(f"{item.target}: cannot write ({exc.strerror or exc})") from None
+
+
+def _pending() -> list[_Staged] | None:
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or _PENDING not in ctx.meta:
+        return None
+    pending: list[_Staged] = ctx.meta[_PENDING]
+    return pending
+
+
+def commit_pending(meta: dict[str, object]) -> None:
+    """Rename every write staged during a command into place (called by the CLI's boundary)."""
+    staged = meta.pop(_PENDING, None)
+    if isinstance(staged, list):
+        _commit(staged)
+
+
+def discard_pending(meta: dict[str, object]) -> None:
+    """Delete every write staged during a command that failed (called by the CLI's boundary)."""
+    staged = meta.pop(_PENDING, None)
+    if isinstance(staged, list):
+        for item in staged:
+            _remove(item.temp)
+
+
+def safe_write(path: str | Path, text: str, *, inputs: Iterable[str | Path] = (), marker: str = "",
+               force: bool | None = None) -> Path:
+    """Write `text` (with the header of `marker`, see `with_header`) to `path` unless that would
+    destroy something the user wrote; ``-`` prints it to standard output instead.
+
+    Refuses when `path` is one of `inputs`, not a regular file, or an existing file that does not
+    start with the header of `marker` (or whose checksum shows a hand edit, unless `force` or
+    ``--force``). Inside a CLI command the file appears when the command succeeds.
     """
-    out = check_writable(path, inputs=inputs, marker=marker)
-    out.write_text(text, encoding="utf-8")
+    out = check_writable(path, inputs=inputs, marker=marker, force=force)
+    if str(path) == "-":
+        import click
+
+        click.echo(text, nl=False)
+        return out
+    pending = _pending()
+    if pending is not None and any(_same_file(p.target, out) or p.target == out for p in pending):
+        raise InputError(f"{out}: this command already writes that file")
+    staged = _stage(out, with_header(out, text, marker))
+    if pending is None:
+        _commit([staged])
+    else:
+        pending.append(staged)
     return out

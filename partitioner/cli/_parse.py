@@ -1,7 +1,8 @@
 """Option values of the CLI commands: comma lists of numbers, names and M:T pairs.
 
 Every failure is an InputError that names the option and quotes the value, so the group's
-boundary prints it as one line (exit 2).
+boundary prints it as one line (exit 2). Numbers are bounded as in partitioner.limits (finite,
+not subnormal, at most 1e18 in size), integers at most MAX_INT_DIGITS digits.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 
 from partitioner.errors import InputError
+from partitioner.limits import MAX_MAGNITUDE
 
 __all__ = ["parse_floats", "parse_float", "parse_int", "parse_ints", "parse_names", "parse_pairs"]
 
@@ -20,22 +22,37 @@ def parse_floats(option: str, text: str) -> list[float]:
     out = []
     for token in text.split(","):
         try:
-            out.append(float(token))
+            value = float(token)
         except ValueError:
             raise InputError(f"{option}: cannot parse {token.strip()!r} as a number (got {text!r})") from None
+        out.append(_bounded(option, value, token.strip()))
     return out
+
+
+def _bounded(option: str, value: float, raw: str) -> float:
+    from partitioner.limits import magnitude_problem
+
+    problem = magnitude_problem(value) if math.isfinite(value) else None  # nan/inf: the consumer names them
+    if problem:
+        raise InputError(f"{option}: {raw!r} {problem}")
+    return value
 
 
 def parse_float(option: str, text: str) -> float:
     """One number."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise InputError(f"{option}: cannot parse {text!r} as a number") from None
+    return _bounded(option, value, text.strip())
 
 
 def parse_int(option: str, text: str) -> int:
     """One integer (the caller checks its range)."""
+    from partitioner.limits import exceeded, limit
+
+    if len(text.strip().lstrip("+-")) > limit("MAX_INT_DIGITS"):
+        raise InputError(f"{option}: " + exceeded("MAX_INT_DIGITS", f"an integer of {len(text.strip())} digits"))
     try:
         return int(text)
     except ValueError:
@@ -69,8 +86,13 @@ def parse_pairs(option: str, text: str) -> list[tuple[int, float]]:
         M = parse_int(f"{option} M", m_text)
         if M < 1:
             raise InputError(f"{option} M must be an integer >= 1 (got {m_text!r} in {pair.strip()!r})")
-        T = parse_float(f"{option} T", t_text)
-        if not math.isfinite(T) or T <= 0:
-            raise InputError(f"{option} T must be a finite number of seconds > 0 (got {t_text!r} in {pair.strip()!r})")
+        try:
+            T = float(t_text)
+        except ValueError:
+            raise InputError(f"{option} T: cannot parse {t_text!r} as a number") from None
+        if not math.isfinite(T) or T <= 0 or T > MAX_MAGNITUDE:
+            raise InputError(
+                f"{option} T must be a finite number of seconds > 0 and <= {MAX_MAGNITUDE:g} (got {t_text!r} in {pair.strip()!r})"
+            )
         out.append((M, T))
     return out

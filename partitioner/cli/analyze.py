@@ -84,7 +84,7 @@ def _render(result: Analysis, rho_note: str) -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 120)
     main = Table(title=f"Pipeline analysis: tau = {list(result.tau)}, d = {list(result.d)}")
-    for name in ("quantity", "value", "source (theory.md)"):
+    for name in ("quantity", "value", "source (docs/theory.md)"):
         main.add_column(name, no_wrap=True)
     for field, label, source in _ROWS:
         value = getattr(result, field)
@@ -129,10 +129,9 @@ def analyze(
     *, tau: str, d: str | None, M: str, rho: str | None, measured: str | None,
     in_flight: str | None, d_ret: str | None, batch: str | None, as_json: bool,
 ) -> None:
-    """Closed-form makespans, biases, slack and overlap of a pipeline (theory.md Thms 1-3)."""
-    import json
-
+    """Closed-form makespans, biases, slack and overlap of a pipeline (docs/theory.md Thms 1-3)."""
     from partitioner.analysis import analyze as run_analysis
+    from partitioner.jsonio import dumps
 
     tau_v = parse_floats("--tau", tau)
     d_v = None if d is None else parse_floats("--d", d)
@@ -151,7 +150,7 @@ def analyze(
         if measured is not None:
             payload["measured"] = [list(p) for p in zip(*_measured(measured), strict=True)]
         payload.update(decode)
-        click.echo(json.dumps(payload))
+        click.echo(dumps(payload, indent=None))
     else:
         _render(result, note)
         if decode:

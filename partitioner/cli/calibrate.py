@@ -6,6 +6,8 @@ and is imported only when it runs, so `partition calibrate --help` stays instant
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import click
 
 from partitioner.cli import LazyCommands
@@ -21,9 +23,9 @@ SUBCOMMANDS: dict[str, str] = {
 
 
 class _LazySubgroup(LazyCommands):
-    table = {name: (f"partitioner.cli.calibrate_{name}", help_) for name, help_ in SUBCOMMANDS.items()}
+    table: ClassVar[dict[str, tuple[str, str]]] = {name: (f"partitioner.cli.calibrate_{name}", help_) for name, help_ in SUBCOMMANDS.items()}
 
 
 @click.group("calibrate", cls=_LazySubgroup)
 def calibrate() -> None:
-    """Turn measurements into the numbers the planner uses (theory.md §7.2, §9)."""
+    """Turn measurements into the numbers the planner uses (docs/theory.md §3 overlap, docs/costmodel.md)."""

@@ -215,29 +215,28 @@ def _render(cal: GatewayCalibration, src: GatewayFile, gpus: dict[str, str], wri
 @click.option("--template", default=None, metavar="MODEL.yaml|ID",
               help="Roofline model (file or preset id) whose per-layer shares split tau.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the tables.")
-def gateway(stats_file: str, model: str, nodes: str | None, stat: str, M: str, d: str | None, gpu: str | None,
+def gateway(*, stats_file: str, model: str, nodes: str | None, stat: str, M: str, d: str | None, gpu: str | None,
             write_cluster: str | None, write_profile: str | None, template: str | None, as_json: bool) -> None:
-    """Stage times tau, GPipe bias and queueing from gateway service-time statistics (theory.md §7.2)."""
-    import json
-
+    """Stage times tau, GPipe bias and queueing from gateway service-time statistics (docs/theory.md)."""
     from partitioner.calibrate.gateway import calibrate_gateway
     from partitioner.calibrate.gateway_io import read_gateway
     from partitioner.cli._parse import parse_floats, parse_ints, parse_names
+    from partitioner.jsonio import dumps
 
-    args = dict(stats_file=stats_file, gpu=gpu, template=template, write_cluster=write_cluster,
-                write_profile=write_profile)
+    args = {"stats_file": stats_file, "gpu": gpu, "template": template, "write_cluster": write_cluster,
+                "write_profile": write_profile}
     Ms = parse_ints("--M", M, minimum=1)
     d_v = None if d is None else parse_floats("--d", d)
     node_list = None if nodes is None else parse_names("--nodes", nodes)
     gpus = {} if gpu is None else _parse_gpus(gpu)
     _check_write_options(args)
     src = read_gateway(stats_file)
-    cal = calibrate_gateway(src.stats, model, node_list, stat, Ms, d_v, source=src.file)
+    cal = calibrate_gateway(src.stats, model, node_list, stat, Ms=Ms, d=d_v, source=src.file)
     written = _write(args, src, cal, gpus)
     if as_json:
         payload = {"file": src.file, "format": src.format, **cal.to_dict(), "written": written}
         for entry in payload["nodes"]:
             entry["gpu"] = gpus.get(entry["node"])
-        click.echo(json.dumps(payload))
+        click.echo(dumps(payload, indent=None))
     else:
         _render(cal, src, gpus, written)

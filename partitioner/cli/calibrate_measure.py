@@ -3,7 +3,7 @@
     partition calibrate measure --hf-config config.json --batch 1,4 --tokens 128,512 --out t.csv
     partition calibrate measure --factory mymodels.py:build --phase decode --label rtx-3090 --out t.csv
 
-Optional (needs torch, and transformers for --hf-config; `pip install 'partitioner[measure]'`).
+Optional (needs torch, and transformers for --hf-config; from a checkout of this repository, `pip install '.[measure]'`).
 The model is built here, `partitioner.calibrate.measure` times it, and the rows are written in
 the timings CSV format that `partition calibrate profile` reads. torch is imported inside the
 command only, so `partition --help` and `partition calibrate --help` never load it.
@@ -53,7 +53,7 @@ _DTYPES = ("float32", "bfloat16", "float16")
 @click.option("--embed", "embed_path", help="Dotted path of the token embedding (default: detected).")
 @click.option("--head", "head_path", help="Dotted path of the LM head (default: detected).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Timings CSV to write.")
-def measure(hf_config: Path | None, factory: str | None, phase: str, batch_text: str, tokens_text: str,
+def measure(*, hf_config: Path | None, factory: str | None, phase: str, batch_text: str, tokens_text: str,
             device_text: str, dtype: str, repeats: int, warmup: int, label: str | None,
             layers_path: str | None, embed_path: str | None, head_path: str | None, out: Path) -> None:
     """Time each layer of a PyTorch model on this machine and write a timings CSV.

@@ -92,7 +92,7 @@ def _render(fit: OverlapFit) -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 120)
     main = Table(title=f"Overlap fit: tau = {list(fit.tau)}, d = {list(fit.d)}")
-    for name in ("quantity", "value", "source (theory.md)"):
+    for name in ("quantity", "value", "source (docs/theory.md)"):
         main.add_column(name)
     for row in _summary_rows(fit):
         main.add_row(*row)
@@ -130,10 +130,9 @@ def _check_count(pairs: list[tuple[int, float]], measures: tuple[str, ...], csv_
               help="CSV with columns M,makespan_s (added to --measure).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the tables.")
 def overlap(tau: str, d: str | None, measures: tuple[str, ...], csv_path: str | None, as_json: bool) -> None:
-    """Fit T(M) = b + (M-1) k to measured makespans: rho, per-transfer overlap, advice (theory.md §9)."""
-    import json
-
+    """Fit T(M) = b + (M-1) k to measured makespans: rho, per-transfer overlap, advice (docs/theory.md §3)."""
     from partitioner.calibrate.overlap import fit_overlap
+    from partitioner.jsonio import dumps
 
     tau_v = parse_floats("--tau", tau)
     d_v = None if d is None else parse_floats("--d", d)
@@ -145,6 +144,6 @@ def overlap(tau: str, d: str | None, measures: tuple[str, ...], csv_path: str | 
     _check_count(pairs, measures, csv_path)
     fit = fit_overlap(tau_v, d_v, [m for m, _ in pairs], [t for _, t in pairs])
     if as_json:
-        click.echo(json.dumps(fit.to_dict()))
+        click.echo(dumps(fit.to_dict(), indent=None))
     else:
         _render(fit)

@@ -35,7 +35,7 @@ _ROOFLINE = "a preset, architecture or hf_config model.yaml"
 @click.option("--no-fill", "no_fill", is_flag=True,
               help="--write-profile: require a timing for every layer (no fill from the fitted model).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-def profile(timings_file: str, model_file: str | None, cluster_file: str | None, write_cluster: str | None,
+def profile(*, timings_file: str, model_file: str | None, cluster_file: str | None, write_cluster: str | None,
             write_profile: str | None, phase: str | None, batch: int | None, tokens: int | None,
             no_fill: bool, as_json: bool) -> None:
     """Fit cost-model efficiencies per GPU to TIMINGS.csv, or write a layers: profile from it."""
@@ -56,11 +56,11 @@ def profile(timings_file: str, model_file: str | None, cluster_file: str | None,
     work = Work.of(model.workload)
     fit = fit_efficiencies(timings, _specs(timings, cluster), Shape.of(model.arch), (work.b_w, work.b_kv, work.b_a))
     outputs: list[tuple[str, str, dict[str, Any]]] = []  # everything is built before anything is written
-    if write_cluster:
+    if write_cluster and cluster_file:  # checked above: --write-cluster needs --cluster
         outputs.append(_cluster_text(write_cluster, cluster_file, cluster, fit, timings_file))
     if write_profile:
-        outputs.append(_profile_text(write_profile, timings, model, fit, (phase, batch, tokens), no_fill, timings_file,
-                                     cluster))
+        outputs.append(_profile_text(write_profile, timings, model, fit, (phase, batch, tokens), no_fill=no_fill,
+                                     timings_file=timings_file, cluster=cluster))
     view.show_fit(timings_file, model.name, fit, _write(outputs, (timings_file, model_file, cluster_file)), as_json)
 
 
@@ -171,7 +171,7 @@ def _uncovered(keys: list[str], cluster: Any) -> list[str]:
     return [d.name for d in cluster.devices if d.name not in keys and d.gpu_id not in keys]
 
 
-def _profile_text(path: str, timings: Any, model: Any, fit: Any, want: tuple[Any, Any, Any], no_fill: bool,
+def _profile_text(path: str, timings: Any, model: Any, fit: Any, want: tuple[Any, Any, Any], *, no_fill: bool,
                   timings_file: str, cluster: Any) -> tuple[str, str, dict[str, Any]]:
     import yaml
 

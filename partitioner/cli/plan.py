@@ -62,6 +62,10 @@ def plan(
     from partitioner.result import PLAN_FORMAT
 
     _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
+    if out:  # refuse an unwritable --out before solving, not after
+        from partitioner.cli._output import check_writable
+
+        check_writable(out, inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
     engine = engine or (export if export in ENGINES else None)
     model, cluster = load_inputs(model_file, cluster_file)
     problem = build_problem(

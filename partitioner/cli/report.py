@@ -40,9 +40,9 @@ def _check_outputs(outputs: dict[str, str | None], inputs: tuple[str, str]) -> N
             what = "an input file" if seen[where] == "input" else f"the {seen[where]} output"
             raise InputError(f"{option} {path!r}: refusing to overwrite {what}")
         seen[where] = option
-        if where.is_file() and REPORT_MARKER not in where.read_text(encoding="utf-8", errors="replace"):
-            # checked again by safe_write; failing here saves the solving time
-            raise InputError(f"{path}: exists and was not written by partitioner; choose another path")
+        from partitioner.cli._output import check_writable
+
+        check_writable(path, inputs=inputs, marker=REPORT_MARKER)  # again by safe_write; here it saves the solves
 
 
 def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:

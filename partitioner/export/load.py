@@ -145,8 +145,10 @@ def plan_json_schema() -> dict[str, Any]:
 
 def load_plan(path: str | Path) -> PlanView:
     """Read and validate plan.json; malformed JSON or fields -> ConfigError naming the file."""
+    from partitioner.userfiles import read_user_text
+
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    text = read_user_text(p)  # regular files only, bounded size, one-line error for binary/UTF-16
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

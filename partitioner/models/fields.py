@@ -1,14 +1,18 @@
 """Shared pydantic building blocks for the user-file schemas (issue 3).
 
-Numbers are finite (no NaN or inf) and signed as the physics needs; every model is frozen and
-rejects unknown fields, so a typo is an error rather than a silently ignored key.
+Numbers are finite (no NaN or inf), signed as the physics needs, and usable: not subnormal and
+at most partitioner.limits.MAX_MAGNITUDE (1e18) in size, integers at most 2**53 (exact in a
+float), so no product of user numbers overflows. Every model is frozen and rejects unknown
+fields, so a typo is an error rather than a silently ignored key.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from partitioner.limits import MAX_MAGNITUDE, magnitude_problem
 
 __all__ = [
     "Frozen",
@@ -28,11 +32,22 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-PositiveInt = Annotated[int, Field(gt=0)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+#: Largest integer a field takes: exact in a float, so sums and products stay exact.
+MAX_INT = 2**53
+
+
+def _usable(value: float) -> float:
+    problem = magnitude_problem(value)
+    if problem:
+        raise ValueError(f"{problem} (got {value!r})")
+    return value
+
+
+Positive = Annotated[float, Field(gt=0, le=MAX_MAGNITUDE, allow_inf_nan=False), AfterValidator(_usable)]
+NonNegative = Annotated[float, Field(ge=0, le=MAX_MAGNITUDE, allow_inf_nan=False), AfterValidator(_usable)]
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False), AfterValidator(_usable)]
+PositiveInt = Annotated[int, Field(gt=0, le=MAX_INT)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_INT)]
 Name = Annotated[str, Field(min_length=1)]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +59,10 @@ def architecture_from_hf(data: Any, file: str) -> Architecture:
 
 
 def load_hf_config(path: str | Path, shown: str | None = None) -> Architecture:
-    """Parse the config.json at `path` (ConfigError naming it when missing or malformed)."""
+    """Parse the config.json at `path` (ConfigError naming it when missing, malformed, not a regular
+    file or beyond the limits of partitioner.limits: MAX_YAML_BYTES, MAX_YAML_DEPTH, MAX_INT_DIGITS)."""
+    from partitioner.jsonio import loads_user
+
     name = shown or str(path)
-    text = read_user_text(path, name)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"malformed JSON: {exc.msg}", file=name, line=exc.lineno) from None
-    return architecture_from_hf(data, name)
+    text = read_user_text(path, name, limit_name="MAX_YAML_BYTES")
+    return architecture_from_hf(loads_user(text, name), name)
