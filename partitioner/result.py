@@ -8,12 +8,12 @@ Everything here is pure; `to_json` is deterministic (no timings, fixed key order
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from partitioner.jsonio import dumps
 from partitioner.metadata import UNITS, tool_version
 from partitioner.problem import Problem, Solution, evaluate
 
@@ -288,7 +288,7 @@ class Plan:
         return out
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2) + "\n"
+        return dumps(self.to_dict(), indent=2) + "\n"
 
 
 def _kv_reason(reason: str, serving: Serving, names: tuple[str, ...], devices: tuple[int, ...]) -> str:

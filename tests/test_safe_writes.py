@@ -59,6 +59,20 @@ def test_html_header_follows_the_doctype() -> None:
     assert lines[0] == "<!DOCTYPE html>" and lines[1].startswith("<!-- partitioner.report/1 sha256=")
     assert lines[1].endswith(" -->")
 
+def test_script_header_follows_the_shebang_and_rewrites_stay_possible(tmp_path) -> None:
+    """A launch script stays executable (#! on line 1), its header is recognised on a re-run, and a
+    hand edit is still protected."""
+    out = safe_write(tmp_path / "01-a.sh", "#!/usr/bin/env bash\necho hi\n", marker="written by me", mode=0o755)
+    lines = out.read_text().splitlines()
+    assert lines[0] == "#!/usr/bin/env bash" and lines[1].startswith("# written by me sha256=")
+    assert os.stat(out).st_mode & 0o777 == 0o755
+    safe_write(out, "#!/usr/bin/env bash\necho again\n", marker="written by me", mode=0o755)
+    assert out.read_text().endswith("echo again\n")
+    out.write_text(out.read_text() + "echo mine\n")
+    with pytest.raises(InputError, match="was edited since partitioner wrote it"):
+        safe_write(out, "#!/usr/bin/env bash\n", marker="written by me")
+
+
 
 @pytest.mark.parametrize("device", ["/dev/full", "/dev/zero", "/dev/null"])
 def test_devices_are_refused_without_reading(device) -> None:

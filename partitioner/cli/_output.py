@@ -94,8 +94,9 @@ def with_header(path: str | Path, text: str, marker: str) -> str:
 
 
 def _split_preamble(text: str) -> tuple[str, str]:
-    """An HTML doctype line stays first (browsers need it there); the header follows it."""
-    if text[:9].upper() == "<!DOCTYPE":
+    """An HTML doctype line or a script's ``#!`` line stays first (browsers and the kernel's
+    exec need it there); the header follows it."""
+    if text[:9].upper() == "<!DOCTYPE" or text.startswith("#!"):
         first, newline, rest = text.partition("\n")
         return first + newline, rest
     return "", text
@@ -135,7 +136,7 @@ def _existing_verdict(out: Path, marker: str, force: bool) -> None:
                 _check_json_format(out, raw, marker, foreign)
                 return
             first = fh.readline(_HEADER_READ).decode("utf-8", errors="replace").rstrip("\r\n")
-            if first[:9].upper() == "<!DOCTYPE" and syntax[0] == "<!-- ":
+            if (first[:9].upper() == "<!DOCTYPE" and syntax[0] == "<!-- ") or (first.startswith("#!") and syntax[0] == "# "):
                 first = fh.readline(_HEADER_READ).decode("utf-8", errors="replace").rstrip("\r\n")
             match = _header_pattern(*syntax, marker).fullmatch(first)
             if match is None:
@@ -195,8 +196,9 @@ class _Staged:
     temp: str
 
 
-def _stage(out: Path, text: str) -> _Staged:
-    """Write `text` to a new temporary file beside `out` (same directory, so the rename is atomic)."""
+def _stage(out: Path, text: str, mode: int | None = None) -> _Staged:
+    """Write `text` to a new temporary file beside `out` (same directory, so the rename is atomic),
+    with permission bits `mode` (None: those of the file it replaces, else 0o666 less the umask)."""
     directory = out.parent if str(out.parent) else Path(".")
     try:
         fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{out.name}.", suffix=".tmp")
@@ -207,12 +209,13 @@ def _stage(out: Path, text: str) -> _Staged:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        try:
-            mode = stat.S_IMODE(os.stat(out).st_mode)
-        except OSError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+        if mode is None:
+            try:
+                mode = stat.S_IMODE(os.stat(out).st_mode)
+            except OSError:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
         os.chmod(temp, mode)
     except OSError as exc:
         _remove(temp)
@@ -261,7 +264,7 @@ def discard_pending(meta: dict[str, object]) -> None:
 
 
 def safe_write(path: str | Path, text: str, *, inputs: Iterable[str | Path] = (), marker: str = "",
-               force: bool | None = None) -> Path:
+               force: bool | None = None, mode: int | None = None) -> Path:
     """Write `text` (with the header of `marker`, see `with_header`) to `path` unless that would
     destroy something the user wrote; ``-`` prints it to standard output instead.
 
@@ -278,7 +281,7 @@ def safe_write(path: str | Path, text: str, *, inputs: Iterable[str | Path] = ()
     pending = _pending()
     if pending is not None and any(_same_file(p.target, out) or p.target == out for p in pending):
         raise InputError(f"{out}: this command already writes that file")
-    staged = _stage(out, with_header(out, text, marker))
+    staged = _stage(out, with_header(out, text, marker), mode)
     if pending is None:
         _commit([staged])
     else:

@@ -75,11 +75,11 @@ def _cell(value: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def catalog(kind: str, as_json: bool) -> None:
     """List the shipped GPU, link, model or engine presets (ids to use in cluster.yaml / model.yaml)."""
-    import json
+    from partitioner.jsonio import dumps
 
     rows = catalog_rows(kind)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(dumps(rows, indent=2))
         return
     from rich.console import Console
     from rich.table import Table

@@ -79,9 +79,9 @@ def costs(model_file: str, cluster_file: str, engine: str | None, as_json: bool)
 
     tables = build_tables(load_model(model_file), load_cluster(cluster_file), engine=engine)
     if as_json:
-        import json
+        from partitioner.jsonio import dumps
 
-        click.echo(json.dumps(tables_to_json(tables), indent=2))
+        click.echo(dumps(tables_to_json(tables), indent=2))
         return
     from rich.console import Console
 

@@ -97,7 +97,7 @@ def emit(result: object, *, strict: bool, host: str | None = None, out_dir: str 
         groups = [text for (_, text), h in zip(scripts, _group_hosts(result), strict=True) if h == host]
         click.echo("".join(groups), nl=False)
     else:
-        click.echo(result.text, nl=False)
+        click.echo(result.text, nl=not result.text.endswith("\n"))
     if out_dir is not None:
         from partitioner.cli._output import check_writable, safe_write
         from partitioner.export.shell import MARKER
@@ -107,8 +107,7 @@ def emit(result: object, *, strict: bool, host: str | None = None, out_dir: str 
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         paths = [check_writable(Path(out_dir) / name, inputs=inputs, marker=MARKER) for name, _ in scripts]
         for path, (_, text) in zip(paths, scripts, strict=True):
-            safe_write(path, text, inputs=inputs, marker=MARKER)
-            path.chmod(0o755)
+            safe_write(path, text, inputs=inputs, marker=MARKER, mode=0o755)
         click.echo(f"wrote {len(paths)} scripts to {out_dir}: run them in name order, each on its host", err=True)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)

@@ -25,7 +25,7 @@ def score(  # noqa: PLR0917 - one parameter per click option
     M: int, regime: str, as_json: bool,
 ) -> None:
     """Score an engine's split (or a layout) and compare it with the optimal plan."""
-    import json
+    from partitioner.jsonio import dumps
 
     from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
     from partitioner.errors import InputError
@@ -61,7 +61,7 @@ def score(  # noqa: PLR0917 - one parameter per click option
                                                  status="GIVEN", feasible=m.fits, reason="" if m.fits else "breaks a memory limit"))
     best = with_metadata(solve_problem(problem, "auto"), model, cluster)
     if as_json:
-        click.echo(json.dumps({"given": with_metadata(given, model, cluster).to_dict(), "optimal": best.to_dict()}, indent=2))
+        click.echo(dumps({"given": with_metadata(given, model, cluster).to_dict(), "optimal": best.to_dict()}, indent=2))
         return
     rows = [("", "yours", "optimal"), ("stages", str(given.S), str(best.S)),
             ("tau_max", f"{given.tau_max * 1e3:.2f} ms", f"{best.tau_max * 1e3:.2f} ms"),

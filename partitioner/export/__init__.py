@@ -13,10 +13,10 @@ behind `Export.scripts`. Pure: no I/O; the CLI prints or writes the result.
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from partitioner.jsonio import dumps
 from partitioner.errors import InputError
 from partitioner.export.base import STRICT_EXIT_CODES, Export
 from partitioner.export.view import PlanView, from_plan
@@ -52,7 +52,7 @@ def view_of(plan: Any) -> PlanView:
 
 
 def _json(view: PlanView) -> Export:
-    return Export("json", json.dumps(dict(view.document), indent=2) + "\n", infeasible=not view.feasible)
+    return Export("json", dumps(dict(view.document), indent=2) + "\n", infeasible=not view.feasible)
 
 
 def render(
