@@ -99,7 +99,7 @@ def deepspeed_partition_balanced(weights: list[float], num_parts: int) -> list[i
     dp_min = np.full((n + 1, m + 1), np.inf)
     dp_cost = np.full((n + 1, m + 1), np.inf)
     position = np.zeros((n + 1, m + 1), dtype=int)
-    prefix_sum = np.zeros((n + 1))
+    prefix_sum = np.zeros(n + 1)
     prefix_sum[1:] = np.cumsum(weights)
     dp_max[0, 0] = 0
     dp_cost[0, 0] = 0

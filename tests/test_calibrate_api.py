@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import partitioner.calibrate as calibrate
+from partitioner import calibrate
 
 
 def test_every_exported_name_resolves() -> None:

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 pytest.importorskip("torch")
 
-from partitioner.calibrate import CALIBRATE_MARKER  # noqa: E402
-from partitioner.calibrate.timings import read_timings  # noqa: E402
-from partitioner.cli import main  # noqa: E402
+from partitioner.calibrate import CALIBRATE_MARKER
+from partitioner.calibrate.timings import read_timings
+from partitioner.cli import main
 
 FACTORY = '''
 import torch

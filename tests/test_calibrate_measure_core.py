@@ -16,7 +16,11 @@ torch = pytest.importorskip("torch")
 
 from partitioner.calibrate import timings as timings_io  # noqa: E402
 from partitioner.calibrate.measure import (  # noqa: E402
-    TIMINGS_COLUMNS, LayerTime, MeasureError, measure, timings_csv,
+    TIMINGS_COLUMNS,
+    LayerTime,
+    MeasureError,
+    measure,
+    timings_csv,
 )
 from partitioner.calibrate.measure_parts import find_parts  # noqa: E402
 from partitioner.errors import InputError  # noqa: E402

@@ -29,7 +29,7 @@ def test_table_shows_every_quantity_and_links(run) -> None:
     for text in ("T_async", "47.3", "T_block", "48", "55", "42.5", "12.5", "7.7", "0.7", "3.46",
                  "5.02", "47.44", "0.196078", "+16.3%", "12.3", "phase transition"):
         assert text in out, text
-    link_rows = [line for line in out.splitlines() if "->" in line and "<- first" not in line or "BINDS" in line]
+    link_rows = [line for line in out.splitlines() if ("->" in line and "<- first" not in line) or "BINDS" in line]
     assert any("0 -> 1" in r and "BINDS" in r and "4.5" in r for r in link_rows)
     first = [line for line in out.splitlines() if "<- first" in line]
     assert len(first) == 1 and "1 -> 2" in first[0] and "BINDS" not in first[0]

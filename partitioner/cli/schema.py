@@ -17,7 +17,10 @@ def json_schema(kind: str) -> dict[str, Any]:
         return plan_json_schema()
     from partitioner.models import ClusterSpec, ModelSpec
 
-    cls = {"model": ModelSpec, "cluster": ClusterSpec}[kind]
+    from pydantic import BaseModel
+
+    classes: dict[str, type[BaseModel]] = {"model": ModelSpec, "cluster": ClusterSpec}
+    cls = classes[kind]
     body = cls.model_json_schema(by_alias=True)
     head = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -20,16 +20,15 @@ __all__ = ["score"]
 @click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print both plans as JSON.")
-def score(  # noqa: PLR0917 - one parameter per click option
+def score(
     model_file: str, cluster_file: str, split: str | None, devices: str | None, layout_file: str | None,
     M: int, regime: str, as_json: bool,
 ) -> None:
     """Score an engine's split (or a layout) and compare it with the optimal plan."""
-    from partitioner.jsonio import dumps
-
     from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
     from partitioner.errors import InputError
     from partitioner.export import imports
+    from partitioner.jsonio import dumps
     from partitioner.problem import Solution, evaluate, objective_key
     from partitioner.result import Plan
 

@@ -16,10 +16,10 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from partitioner.jsonio import dumps
 from partitioner.errors import InputError
 from partitioner.export.base import STRICT_EXIT_CODES, Export
 from partitioner.export.view import PlanView, from_plan
+from partitioner.jsonio import dumps
 
 __all__ = ["Export", "TARGETS", "REGISTRY", "ENGINES", "STRICT_EXIT_CODES", "render", "view_of"]
 

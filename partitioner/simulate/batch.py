@@ -30,7 +30,7 @@ def _occupancy_batch(serial_links: bool, link_occupancy: Any, d: np.ndarray) -> 
         return None
     if link_occupancy is None:
         return d
-    o = as_d_batch(link_occupancy, *d.shape[:1], d.shape[1] + 1)
+    o = as_d_batch(link_occupancy, d.shape[0], d.shape[1] + 1)
     if (o > d).any():
         i = tuple(int(x) for x in np.argwhere(o > d)[0])
         raise InputError(f"link_occupancy must be <= d (got {float(o[i])!r} > {float(d[i])!r} at {list(i)})")
