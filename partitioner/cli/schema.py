@@ -15,9 +15,9 @@ def json_schema(kind: str) -> dict[str, Any]:
         from partitioner.export.load import plan_json_schema
 
         return plan_json_schema()
-    from partitioner.models import ClusterSpec, ModelSpec
-
     from pydantic import BaseModel
+
+    from partitioner.models import ClusterSpec, ModelSpec
 
     classes: dict[str, type[BaseModel]] = {"model": ModelSpec, "cluster": ClusterSpec}
     cls = classes[kind]
