@@ -37,6 +37,7 @@ def pareto_Ms(max_M: int) -> tuple[int, ...]:
 def _point(M: int, plan: Plan) -> ParetoPoint:
     return ParetoPoint(
         M=M,
+        optimal=plan.optimal,
         throughput=plan.throughput,
         first_latency=plan.first_latency,
         tau_max=plan.tau_max,
@@ -46,13 +47,46 @@ def _point(M: int, plan: Plan) -> ParetoPoint:
 
 
 def sweep(problem: Problem, Ms: Sequence[int], solve: Solve) -> list[ParetoPoint]:
-    """argmin T(M) (objective `makespan`) for every M in `Ms`, in `problem`'s regime."""
-    points = []
-    for M in Ms:
-        plan = solve(dataclasses.replace(problem, M=int(M), objective="makespan"))
-        if plan.feasible:
-            points.append(_point(int(M), plan))
-    return points
+    """argmin T(M) (objective `makespan`) for every M in `Ms`, in `problem`'s regime.
+
+    Solves by bisection over the sorted Ms: T(M) of one plan is linear in M, so a plan that is
+    optimal at M_a and at M_b is optimal at every M between them (the minimum of linear
+    functions is concave), and a solver returning another plan there could only return one
+    with the same (period, latency). Only the Ms between two different optima are solved:
+    about 2k - 1 solves for k distinct optima instead of len(Ms).
+    """
+    Ms = sorted(dict.fromkeys(int(M) for M in Ms))
+    plans: dict[int, Plan | None] = {}
+
+    def at(i: int) -> Plan | None:
+        if i not in plans:
+            plan = solve(dataclasses.replace(problem, M=Ms[i], objective="makespan"))
+            plans[i] = plan if plan.feasible else None
+        return plans[i]
+
+    def fill(i: int, j: int) -> None:
+        if j - i < 2:
+            return
+        a, b = at(i), at(j)
+        if a is not None and b is not None and a.optimal and b.optimal and _same(a, b):
+            for k in range(i + 1, j):
+                plans[k] = a
+            return
+        mid = (i + j) // 2
+        at(mid)
+        fill(i, mid)
+        fill(mid, j)
+
+    if Ms:
+        at(0)
+        at(len(Ms) - 1)
+        fill(0, len(Ms) - 1)
+    return [_point(Ms[i], p) for i, p in sorted(plans.items()) if p is not None]
+
+
+def _same(a: Plan, b: Plan) -> bool:
+    return not (_lt(a.throughput, b.throughput) or _lt(b.throughput, a.throughput)
+                or _lt(a.first_latency, b.first_latency) or _lt(b.first_latency, a.first_latency))
 
 
 def _le(a: float, b: float) -> bool:

@@ -1,0 +1,191 @@
+"""The report's solves: each distinct problem solved once, the whole report within one budget.
+
+A report needs many plans of one cost table: three objectives at the plan's M, the makespan
+optimum at every M of the Pareto sweep, four baselines and the what-ifs. `Solves` memoises
+them by (objective, regime, M, order) and shares one wall-clock deadline (`--time-limit`):
+
+- `auto`: the exact DP wherever `dp.applies` (no CP-SAT there). Elsewhere the best plan among
+  the DP's exact optimum in the listed device order (`dp.hint`) and every plan already solved
+  for this report (re-scored exactly at this M), reported with `optimal=False` and a real lower
+  bound: `bounds.makespan_bound` with the exact free-order tau* of the balanced plan (Thm 2/3:
+  T(M) >= (M - 1) tau* + ...). CP-SAT, hinted with that plan, runs only when its share of the
+  budget left (`CPSAT_SHARE`) is at least `MIN_CPSAT_S`: building its model alone takes about
+  a second on 24 devices, so the default 5 s budget never calls it; `--time-limit 60` does.
+- an explicit solver (`dp`, `cpsat`, `brute`) is run as asked, CP-SAT with the budget left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from partitioner.errors import InfeasibleError, PartitionerError
+from partitioner.problem import Problem, Solution, evaluate, objective_key
+from partitioner.result import Plan
+
+__all__ = ["MIN_CPSAT_S", "RESERVE_S", "Solves", "Deadline"]
+
+MIN_CPSAT_S = 2.0  # CP-SAT runs only when its share of the budget left is at least this
+CPSAT_SHARE = 0.25  # one CP-SAT solve gets this share of the budget left (later ones the rest)
+CPSAT_BUILD_S = 1.0  # model building before CP-SAT's own clock starts (24 devices, 34 layers)
+RESERVE_S = 0.8  # kept back for scoring, charts and writing the outputs
+
+Progress = Callable[[str], None]
+
+
+class Deadline:
+    """A wall-clock budget (None: unbounded) started when the command starts."""
+
+    def __init__(self, seconds: float | None, start: float | None = None) -> None:
+        self.seconds = seconds
+        self.start = time.perf_counter() if start is None else start
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def left(self) -> float:
+        return float("inf") if self.seconds is None else self.seconds - self.elapsed()
+
+
+class Solves:
+    """Memoised solves of one problem's variants (see the module doc)."""
+
+    def __init__(self, problem: Problem, solver: str = "auto", deadline: Deadline | None = None,
+                 progress: Progress | None = None) -> None:
+        self.problem = problem
+        self.solver = solver
+        self.deadline = deadline or Deadline(None)
+        self.progress = progress
+        self.plans: dict[tuple[Any, ...], Plan] = {}
+        self.failures: dict[tuple[Any, ...], InfeasibleError] = {}
+        self.calls = 0  # solver runs (memo misses), for the benchmark
+
+    # -- public ------------------------------------------------------------------------------
+    def variant(self, objective: str | None = None, M: int | None = None, regime: str | None = None) -> Problem:
+        p = self.problem
+        return dataclasses.replace(p, objective=objective or p.objective, M=int(p.M if M is None else M),
+                                   regime=regime or p.regime)
+
+    def plan(self, objective: str | None = None, M: int | None = None, regime: str | None = None) -> Plan:
+        """The plan of (objective, M, regime) on this problem's tables, solved at most once."""
+        q = self.variant(objective, M, regime)
+        key = (q.objective, q.regime, int(q.M), q.order)
+        if key in self.failures:
+            raise self.failures[key]
+        if key not in self.plans:
+            self._say(f"{q.objective} plan at M = {q.M} ({q.regime})")
+            try:
+                self.plans[key] = solve_within(q, self.solver, self.deadline, self._pool(q.regime),
+                                                self.progress)
+            except InfeasibleError as exc:
+                self.failures[key] = exc
+                raise
+            self.calls += 1
+        return self.plans[key]
+
+    def baseline(self, name: str) -> Plan | str:
+        """An engine baseline on the problem, or the reason it cannot be built."""
+        from partitioner.api import solve_problem
+
+        self._say(f"baseline {name}")
+        try:
+            return solve_problem(self.problem, name)
+        except PartitionerError as exc:
+            return str(exc)
+
+    # -- internals ---------------------------------------------------------------------------
+    def _pool(self, regime: str) -> list[Plan]:
+        return [p for (obj, reg, _, _), p in self.plans.items() if reg == regime and p.feasible]
+
+    def _say(self, what: str) -> None:
+        if self.progress is not None:
+            self.progress(what)
+
+
+def _tau_star(pool: list[Plan]) -> float | None:
+    """The exact free-order tau* when a proven balanced/throughput-async plan is in the pool."""
+    for p in pool:
+        if p.optimal and (p.objective == "balanced" or (p.objective == "throughput" and p.regime == "async")):
+            return p.tau_max
+    return None
+
+
+def _listed(plan: Plan, names: dict[str, int]) -> bool:
+    idx = [names[st.device] for st in plan.stages]
+    return idx == sorted(idx)
+
+
+def _best_known(q: Problem, pool: list[Plan]) -> Solution:
+    """The best of `dp.hint` (exact in listed order) and the pool at q, with a real lower bound."""
+    from partitioner.solvers import dp
+
+    start = time.perf_counter()
+    cands: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    lb = 0.0
+    try:
+        h = dp.hint(q)
+        cands.append((tuple(h.devices), tuple(h.cuts)))
+        lb = float(h.lower_bound)
+    except InfeasibleError:
+        if not pool:
+            raise
+    names = {n: g for g, n in enumerate(q.tables.device_names)}
+    for p in pool:
+        if q.order == "fixed" and not _listed(p, names):
+            continue
+        cands.append((tuple(names[st.device] for st in p.stages), (*(st.start for st in p.stages), q.L)))
+    scored = []
+    for devices, cuts in dict.fromkeys(cands):
+        m = evaluate(q, devices, cuts)
+        if m.fits:
+            scored.append((objective_key(q, m), devices, cuts))
+    if not scored:
+        raise InfeasibleError("no plan found that fits the memory limits")
+    key, devices, cuts = min(scored)
+    tau = _tau_star(pool)
+    if tau is not None:
+        if q.objective == "makespan":
+            from partitioner.solvers.bounds import makespan_bound
+
+            lb = max(lb, makespan_bound(q, tau_lb=tau))
+        else:
+            lb = max(lb, tau)
+    return Solution(devices=devices, cuts=cuts, solver="dp", optimal=lb >= key[0] * (1 - 1e-9), objective=key,
+                    lower_bound=min(lb, key[0]), status="FEASIBLE",
+                    wall_time_s=time.perf_counter() - start)
+
+
+def solve_within(q: Problem, solver: str, deadline: Deadline, pool: list[Plan] | None = None,
+                 progress: Progress | None = None) -> Plan:
+    """One plan of q within what is left of the deadline (module doc)."""
+    from partitioner.api import solve_problem
+
+    left = deadline.left() - RESERVE_S
+    if solver not in ("auto", "cpsat"):
+        return solve_problem(q, solver)
+    if solver == "cpsat":
+        return solve_problem(dataclasses.replace(q, time_limit_s=_limit(q, left)), "cpsat")
+    from partitioner.solvers import dp
+
+    if dp.applies(q):
+        return solve_problem(q, "dp")
+    best = _best_known(q, pool or [])
+    share = left * CPSAT_SHARE
+    if best.optimal or share < MIN_CPSAT_S:
+        return Plan.from_solution(q, best)
+    from partitioner.solvers import cpsat
+
+    if progress is not None:
+        progress(f"  cp-sat for up to {share:.1f} s (the DP does not apply)")
+    found = cpsat.solve(dataclasses.replace(q, time_limit_s=_limit(q, share - CPSAT_BUILD_S)), hint=best)
+    if found.lower_bound < best.lower_bound:
+        found = dataclasses.replace(found, lower_bound=best.lower_bound)
+    return Plan.from_solution(q, found)
+
+
+def _limit(q: Problem, left: float) -> float:
+    """CP-SAT's limit: the user's per-problem limit, if any, capped by the report's budget."""
+    cap = max(left, 0.2)
+    return cap if q.time_limit_s is None else min(float(q.time_limit_s), cap)
