@@ -71,8 +71,8 @@ def headline_lines(report: Report) -> tuple[Line, ...]:
         return ()
     row = report.row(h.plan)
     proof = "proven optimal" if row.optimal else "best plan found within the time limit"
-    lines = [Line("Run", (layout(h.devices, h.decoder_layers, h.ends),
-                          f"  [{h.plan} plan, {proof}; decoder layers per device]"))]
+    lines = [Line("Run", (layout(h.devices, h.decoder_layers, h.ends),),
+                  ((f"the {h.plan} plan, {proof}; devices in pipeline order with their decoder layers",),))]
     thr: list[Fragment] = [rate(h.tokens_per_s, "headline.tokens_per_s", h.tokens_unit)]
     if h.tpot_s is not None:
         thr += [", TPOT ", secs(h.tpot_s, "headline.tpot_s")]
