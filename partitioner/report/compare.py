@@ -119,6 +119,7 @@ class PlanRow:
     solver: str
     optimal: bool
     metrics: PlanMetrics | None  # None when the solver produced no plan at all
+    lower_bound: float = 0.0  # on the first objective component (== it when optimal)
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,7 @@ def plan_row(name: str, kind: str, plan: Plan, Ms: Sequence[int], workload: Work
         solver=plan.solver,
         optimal=plan.optimal,
         metrics=plan_metrics(plan, Ms, workload),
+        lower_bound=plan.lower_bound,
     )
 
 

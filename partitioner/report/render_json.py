@@ -46,6 +46,7 @@ def _row_dict(row: PlanRow) -> dict[str, Any]:
         "reason": row.reason,
         "solver": row.solver,
         "optimal": row.optimal,
+        "lower_bound": row.lower_bound,
     }
     return {**head, **_metrics_dict(row)}
 

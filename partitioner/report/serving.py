@@ -44,7 +44,7 @@ class Serving:
     tpot_s: float | None  # time per output token of one sequence (None: no serving model)
     ttft_s: float | None
     binding: str
-    source: str  # "serving model" or "batch x micro-batches/s"
+    source: str  # "serving model" or "batch × micro-batches/s"
     unit: str
 
 
@@ -70,4 +70,4 @@ def serving_numbers(plan: Any, workload: Workload) -> Serving:
                        None if ttft is None else float(ttft), str(_get(s, "binding") or ""),
                        "serving model", workload.unit)
     return Serving(workload.tokens_per_micro_batch * float(plan.throughput), None, None, "bottleneck",
-                   "batch x micro-batches/s", workload.unit)
+                   "batch × micro-batches/s", workload.unit)

@@ -107,7 +107,7 @@ def _summary(report: Report) -> Table:
             continue
         rows.append((
             text(_name(r)), _status(r), text(str(len(m.tau))),
-            Cell(f"{m.tokens_per_s:,.0f}" if m.tokens_per_s >= 100 else f"{m.tokens_per_s:.3g}",
+            Cell(f"{m.tokens_per_s:,.0f}" if m.tokens_per_s >= 1000 else f"{m.tokens_per_s:.4g}",
                  f"{k}.tokens_per_s", float(m.tokens_per_s), unit),
             secs(m.tau_max, f"{k}.tau_max"), secs(m.sigma_max, f"{k}.sigma_max"),
             secs(m.first_latency, f"{k}.first_latency"), num(m.crossover_batches, f"{k}.crossover_batches"),

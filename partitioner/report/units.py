@@ -37,7 +37,7 @@ def fmt_rate(x: float, unit: str = "/s") -> str:
     """A rate with thousands separators when large: 1,234 tokens/s, 57.6 tokens/s."""
     if not math.isfinite(x):
         return f"{x} {unit}"
-    text = f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+    text = f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
     return f"{text} {unit}"
 
 
