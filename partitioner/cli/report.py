@@ -99,7 +99,7 @@ def report(model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int,
     M_list = parse_Ms(Ms)
     variations = parse_variations(without=without, with_=with_, link=link, regime=regime, phase=phase)
     rep = _build(model_file, cluster_file, M_list, plan_M, objective, base_regime, solver, order,
-                 deadline, pareto_max_M, variations, export)
+                 deadline, pareto_max_M, variations, export, html_out is not None)
     _show(rep, md_out, json_out, html_out, inputs)
 
 
@@ -125,30 +125,35 @@ def _progress(deadline: Any) -> Any:
 
 def _build(model_file: str, cluster_file: str, Ms: tuple[int, ...], plan_M: int, objective: str,
            base_regime: str, solver: str, order: str | None, deadline: Any, pareto_max_M: int,
-           variations: Any, export: str) -> Any:
+           variations: Any, export: str, charts: bool) -> Any:
     from partitioner.api import build_problem
     from partitioner.models import load_cluster, load_model
     from partitioner.report.build import build_report
     from partitioner.report.headline import engine_command
     from partitioner.report.pareto import pareto_Ms
     from partitioner.report.serving import workload_of
-    from partitioner.report.solving import Solves
+    from partitioner.report.solving import CHARTS_S, RESERVE_S, Solves
     from partitioner.report.whatif import prepare, run
 
     model, cluster = load_model(model_file), load_cluster(cluster_file)
     problem = build_problem(model, cluster, M=plan_M, regime=base_regime, objective=objective, order=order)
     prepared = prepare(model, cluster, variations, base_regime)
     progress = _progress(deadline)
+    reserve = RESERVE_S + (CHARTS_S if charts else 0.0)
+    solves = Solves(problem, solver, deadline, progress, reserve)
 
     def planner(m: Any, c: Any, regime: str) -> Any:
+        if m is model and c is cluster:  # a --regime what-if: same tables, shared memo
+            return solves.plan(regime=regime)
         p = build_problem(m, c, M=plan_M, regime=regime, objective=objective, order=order)
-        return Solves(p, solver, deadline, progress).plan()
+        return Solves(p, solver, deadline, progress, reserve).plan()
 
     return build_report(
         problem, Ms=Ms, solver=solver, base=objective, pareto_Ms=pareto_Ms(pareto_max_M),
         cluster=getattr(cluster, "name", "") or Path(cluster_file).stem,
         whatif=(lambda base: run(prepared, base, base_regime, planner)) if prepared else None,
         deadline=deadline, progress=progress, workload=workload_of(model), commands=engine_command(export),
+        solves=solves,
     )
 
 

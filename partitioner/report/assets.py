@@ -48,6 +48,7 @@ pre.command { background: #f4f4f4; border: 1px solid #ddd; padding: 0.5em; font-
 #calc label { display: inline-block; min-width: 6em; }
 #calc input { font-family: monospace; width: 28em; max-width: 100%; margin: 2px 0; }
 #calc-error { color: #b00; min-height: 1.2em; font-weight: bold; }
+#calc-out td.num { white-space: normal; text-align: left; }
 @media (max-width: 1000px) {
   body { padding: 0.5em 0.8em; }
   table { font-size: 0.78em; }

@@ -76,14 +76,16 @@ def build_report(
     progress: Progress | None = None,
     workload: Workload | None = None,
     commands: Commands | None = None,
+    solves: Solves | None = None,
 ) -> Report:
     """Everything `partition report` shows, for `problem` (its M is the M plans optimise).
 
     `deadline` bounds the whole report (`solving`); `workload` gives tokens/s (`serving`);
-    `commands(plan)` returns the engine command lines of the base plan for the headline."""
+    `commands(plan)` returns the engine command lines of the base plan for the headline; `solves`
+    (a memo on `problem`) lets the caller share solves with its what-ifs."""
     if base not in OPTIMAL:
         raise InputError(f"base objective must be one of {', '.join(OPTIMAL)} (got {base!r})")
-    solves = Solves(problem, solver, deadline, progress)
+    solves = solves or Solves(problem, solver, deadline, progress)
     rows = compare_plans(problem, Ms, solver, baselines, OPTIMAL, solves, workload)
     base_row = next(r for r in rows if r.name == base)
     points = sweep(problem, _check_Ms(list(pareto_Ms)), lambda q: solves.plan("makespan", q.M))

@@ -131,7 +131,7 @@ def stage_chart(row: PlanRow) -> str:
         ax2.bar(lx, d * dscale, 0.3, color=colors)
         cap = top * dscale * 1.25
         shown = np.minimum(sl * dscale, cap * 0.98)
-        ax2.scatter(ax2_x, shown, marker="_", s=900, color="k", zorder=3)
+        ax2.scatter(ax2_x, shown, marker="_", s=900 * min(1.0, 5 / S), color="k", zorder=3)
         for xi, s_true, y in zip(ax2_x, sl * dscale, shown):
             if s_true > cap:
                 ax2.annotate(f"slack {fmt_time(s_true / dscale)} (off scale)", (xi, y), textcoords="offset points",
@@ -145,7 +145,7 @@ def stage_chart(row: PlanRow) -> str:
                    ["d_s ≤ slack", "d_s > slack: binds", "slack of the stage before"], loc="upper left",
                    bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=FONT_PT - 1)
         ax2.set_xlabel("stage (top) and the link to the next stage (bottom)")
-    axes[-1].set_xticks(x, [f"{s}: {dev}" for s, dev in enumerate(m.devices)], rotation=10)
+    axes[-1].set_xticks(x, [f"{s}: {dev}" for s, dev in enumerate(m.devices)], rotation=10 if S <= 6 else 90)
     return svg(fig)
 
 
@@ -157,16 +157,18 @@ def gantt_chart(row: PlanRow, regime: str, M: int) -> str:
     sched = simulate(list(m.tau), list(m.d), M, regime)
     S = len(m.tau)
     unit, scale = time_unit(float(sched.makespan))
-    fig, ax = _figure(9.0, 0.8 + 0.5 * S + 1.0)
-    for mb in range(M):
-        color = f"C{mb % 10}"
-        for s in range(S):
-            a, b = float(sched.start[mb, s]) * scale, float(sched.finish[mb, s]) * scale
-            ax.broken_barh([(a, b - a)], (s - 0.35, 0.7), color=color, alpha=0.85)
-            ax.text((a + b) / 2, s, str(mb), ha="center", va="center", fontsize=FONT_PT - 1)
-            if s < S - 1:
-                c, e = float(sched.send_start[mb, s]) * scale, float(sched.send_finish[mb, s]) * scale
-                ax.broken_barh([(c, e - c)], (s + 0.38, 0.1), color=color, alpha=0.5)
+    fig, ax = _figure(9.0, 0.8 + (0.5 if S <= 12 else 0.28) * S + 1.0)
+    colors = [f"C{mb % 10}" for mb in range(M)]
+    label_rows = set(range(S)) if S <= 12 else {0, S - 1}  # numbers on every row would be unreadable
+    for s in range(S):  # one collection per stage row (hundreds of single bars are slow to draw)
+        start, finish = sched.start[:M, s] * scale, sched.finish[:M, s] * scale
+        ax.broken_barh(list(zip(start, finish - start)), (s - 0.35, 0.7), facecolors=colors, alpha=0.85)
+        if s in label_rows:
+            for mb in range(M):
+                ax.text((start[mb] + finish[mb]) / 2, s, str(mb), ha="center", va="center", fontsize=FONT_PT - 1)
+        if s < S - 1:
+            c, e = sched.send_start[:M, s] * scale, sched.send_finish[:M, s] * scale
+            ax.broken_barh(list(zip(c, e - c)), (s + 0.38, 0.1), facecolors=colors, alpha=0.5)
     ax.set_yticks(range(S), [f"{s}: {dev}" for s, dev in enumerate(m.devices)])
     ax.invert_yaxis()
     ax.set_xlabel(f"time, {unit} (makespan {float(sched.makespan) * scale:.4g} {unit}); "

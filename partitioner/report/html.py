@@ -23,6 +23,7 @@ from partitioner.report.tables import Cell, Table, report_tables
 __all__ = ["GANTT_MAX_M", "CHARTS", "render_html"]
 
 GANTT_MAX_M = 8  # the Gantt chart shows at most this many micro-batches
+COMMAND_OPEN_LINES = 16  # a longer engine command starts folded (click to open)
 
 
 def _attrs(c: Cell) -> str:
@@ -62,8 +63,11 @@ def _headline(report: Report) -> str:
     cmd = ""
     if h is not None and h.command is not None and h.command.text:
         notes = "".join(f'<li class="note">{escape(n)}</li>' for n in h.command.notes)
-        cmd = (f"<p><b>Run it</b> with {escape(h.command.target)} (<code>partition export {escape(h.command.target)}"
-               f"</code>):</p>\n<pre class=\"command\">{escape(h.command.text)}</pre>" + (f"<ul>{notes}</ul>" if notes else ""))
+        n = len(h.command.text.splitlines())
+        cmd = (f'<details{" open" if n <= COMMAND_OPEN_LINES else ""}><summary><b>Run it</b> with '
+               f"{escape(h.command.target)} (<code>partition export {escape(h.command.target)}</code>, {n} lines)"
+               f'</summary>\n<pre class="command">{escape(h.command.text)}</pre>' + (f"<ul>{notes}</ul>" if notes else "")
+               + "</details>")
     return f'<section id="headline"><h2>The plan in brief</h2>\n<ul>{"".join(items)}</ul>\n{cmd}</section>'
 
 

@@ -11,12 +11,15 @@ them by (objective, regime, M, order) and shares one wall-clock deadline (`--tim
   T(M) >= (M - 1) tau* + ...). CP-SAT, hinted with that plan, runs only when its share of the
   budget left (`CPSAT_SHARE`) is at least `MIN_CPSAT_S`: building its model alone takes about
   a second on 24 devices, so the default 5 s budget never calls it; `--time-limit 60` does.
+  The makespan DP has no time limit of its own, so once the budget is nearly spent the best
+  known plan (with its bound) stands in for it too.
 - an explicit solver (`dp`, `cpsat`, `brute`) is run as asked, CP-SAT with the budget left.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +33,10 @@ __all__ = ["MIN_CPSAT_S", "RESERVE_S", "Solves", "Deadline"]
 MIN_CPSAT_S = 2.0  # CP-SAT runs only when its share of the budget left is at least this
 CPSAT_SHARE = 0.25  # one CP-SAT solve gets this share of the budget left (later ones the rest)
 CPSAT_BUILD_S = 1.0  # model building before CP-SAT's own clock starts (24 devices, 34 layers)
-RESERVE_S = 0.8  # kept back for scoring, charts and writing the outputs
+RESERVE_S = 0.8  # kept back for scoring, the terminal tables and writing the outputs
+CHARTS_S = 1.5  # ... and for matplotlib and the four charts when the HTML page is written
+DP_MAKESPAN_MIN_S = 0.5  # the makespan DP (no time limit of its own: 0.03-0.5 s a call on the
+# bundled 24-device cluster) runs only with this much budget left; else the best known plan
 
 Progress = Callable[[str], None]
 
@@ -53,8 +59,9 @@ class Solves:
     """Memoised solves of one problem's variants (see the module doc)."""
 
     def __init__(self, problem: Problem, solver: str = "auto", deadline: Deadline | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, reserve_s: float = RESERVE_S) -> None:
         self.problem = problem
+        self.reserve_s = reserve_s
         self.solver = solver
         self.deadline = deadline or Deadline(None)
         self.progress = progress
@@ -78,7 +85,7 @@ class Solves:
             self._say(f"{q.objective} plan at M = {q.M} ({q.regime})")
             try:
                 self.plans[key] = solve_within(q, self.solver, self.deadline, self._pool(q.regime),
-                                                self.progress)
+                                                self.progress, self.reserve_s)
             except InfeasibleError as exc:
                 self.failures[key] = exc
                 raise
@@ -158,18 +165,18 @@ def _best_known(q: Problem, pool: list[Plan]) -> Solution:
 
 
 def solve_within(q: Problem, solver: str, deadline: Deadline, pool: list[Plan] | None = None,
-                 progress: Progress | None = None) -> Plan:
+                 progress: Progress | None = None, reserve_s: float = RESERVE_S) -> Plan:
     """One plan of q within what is left of the deadline (module doc)."""
     from partitioner.api import solve_problem
 
-    left = deadline.left() - RESERVE_S
+    left = deadline.left() - reserve_s
     if solver not in ("auto", "cpsat"):
         return solve_problem(q, solver)
     if solver == "cpsat":
-        return solve_problem(dataclasses.replace(q, time_limit_s=_limit(q, left)), "cpsat")
+        return solve_problem(dataclasses.replace(q, time_limit_s=_limit(q, left)), "cpsat", _cpsat_progress(progress))
     from partitioner.solvers import dp
 
-    if dp.applies(q):
+    if dp.applies(q) and (q.objective != "makespan" or left >= DP_MAKESPAN_MIN_S or not pool):
         return solve_problem(q, "dp")
     best = _best_known(q, pool or [])
     share = left * CPSAT_SHARE
@@ -179,13 +186,27 @@ def solve_within(q: Problem, solver: str, deadline: Deadline, pool: list[Plan] |
 
     if progress is not None:
         progress(f"  cp-sat for up to {share:.1f} s (the DP does not apply)")
-    found = cpsat.solve(dataclasses.replace(q, time_limit_s=_limit(q, share - CPSAT_BUILD_S)), hint=best)
+    found = cpsat.solve(dataclasses.replace(q, time_limit_s=_limit(q, share - CPSAT_BUILD_S)), hint=best,
+                        progress=_cpsat_progress(progress))
     if found.lower_bound < best.lower_bound:
         found = dataclasses.replace(found, lower_bound=best.lower_bound)
     return Plan.from_solution(q, found)
 
 
-def _limit(q: Problem, left: float) -> float:
-    """CP-SAT's limit: the user's per-problem limit, if any, capped by the report's budget."""
+def _cpsat_progress(progress: Progress | None) -> Callable[[float, float, float], None] | None:
+    if progress is None:
+        return None
+    from partitioner.report.units import fmt_time
+
+    def show(incumbent: float, bound: float, elapsed: float) -> None:
+        progress(f"  cp-sat {elapsed:.1f} s: incumbent {fmt_time(incumbent)}, bound {fmt_time(bound)}")
+
+    return show
+
+
+def _limit(q: Problem, left: float) -> float | None:
+    """CP-SAT's limit: the problem's own limit (None: CP-SAT's default), capped by the budget left."""
+    if not math.isfinite(left):
+        return q.time_limit_s
     cap = max(left, 0.2)
     return cap if q.time_limit_s is None else min(float(q.time_limit_s), cap)

@@ -69,13 +69,33 @@ def text(t: str, cls: str = "") -> Cell:
     return Cell(t, cls=cls)
 
 
-def layout(devices: tuple[str, ...], counts: tuple[int, ...], ends: tuple[str, ...] = ()) -> str:
-    """"a100-0 (12) → l4-0 (20 + head)": devices in pipeline order with their decoder layers."""
-    parts = []
-    for i, dev in enumerate(devices):
-        n = counts[i] if i < len(counts) else 0
-        extra = f" + {ends[i].replace('+', ' + ')}" if i < len(ends) and ends[i] else ""
-        parts.append(f"{dev} ({n}{extra})")
+def _prefix(name: str) -> str:
+    return name.rsplit("-", 1)[0] if "-" in name else name
+
+
+def layout(devices: tuple[str, ...], counts: tuple[int, ...], ends: tuple[str, ...] = (),
+           compact: bool = False) -> str:
+    """"a100-0 (12) → l4-0 (20 + head)": devices in pipeline order with their decoder layers.
+
+    `compact` joins a run of 3+ neighbours with one name prefix and layer count, no embedding or
+    head: "t4-0 … t4-7 (2 each)"."""
+    parts: list[str] = []
+    i = 0
+    while i < len(devices):
+        def plain_at(k: int) -> bool:
+            return not (k < len(ends) and ends[k])
+
+        j = i
+        while (compact and j + 1 < len(devices) and plain_at(i) and plain_at(j + 1)
+               and counts[j + 1] == counts[i] and _prefix(devices[j + 1]) == _prefix(devices[i])):
+            j += 1
+        if j - i >= 2:
+            parts.append(f"{devices[i]} … {devices[j]} ({counts[i]} each)")
+        else:
+            for k in range(i, j + 1):
+                extra = f" + {ends[k].replace('+', ' + ')}" if not plain_at(k) else ""
+                parts.append(f"{devices[k]} ({counts[k] if k < len(counts) else 0}{extra})")
+        i = j + 1
     return " → ".join(parts)
 
 
