@@ -14,6 +14,7 @@ gap. `--naive` also times that old way, one `auto` solve per plan with CP-SAT's 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -89,10 +90,8 @@ def naive_time(model: Path, cluster: Path, order: str | None) -> float:
         for obj in ("balanced", "throughput", "makespan"):
             solve_problem(dataclasses.replace(p, objective=obj))
         for name in BASELINES:
-            try:
+            with contextlib.suppress(PartitionerError):
                 solve_problem(p, name)
-            except PartitionerError:
-                pass
         for M in PARETO_MS:
             solve_problem(dataclasses.replace(p, M=M, objective="makespan"))
     except PartitionerError:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_report_data import toy_tables
 
 from partitioner.analysis import analyze
 from partitioner.problem import Problem
@@ -28,7 +29,6 @@ from partitioner.report.render_json import lookup, render_json
 from partitioner.report.whatif import diff, parse_variation
 from partitioner.result import Plan
 from partitioner.solvers.brute import solve as brute
-from test_report_data import toy_tables
 
 pytestmark = pytest.mark.browser
 

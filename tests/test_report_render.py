@@ -8,6 +8,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from test_report_data import toy_tables
 
 from partitioner.problem import Problem
 from partitioner.report.build import build_report
@@ -19,7 +20,6 @@ from partitioner.report.render_text import render_text
 from partitioner.report.whatif import diff, parse_variation
 from partitioner.result import Plan
 from partitioner.solvers.brute import solve as brute
-from test_report_data import toy_tables
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_report_data import toy_tables
 
 from partitioner.problem import CostTables, Problem
 from partitioner.report.build import build_report
@@ -16,7 +17,6 @@ from partitioner.report.pareto import sweep
 from partitioner.report.solving import Deadline, Solves, solve_within
 from partitioner.result import Plan
 from partitioner.solvers.brute import solve as brute
-from test_report_data import toy_tables
 
 
 def _tables(cost: np.ndarray, latency: float, cap: float) -> CostTables:

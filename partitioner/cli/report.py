@@ -20,8 +20,8 @@ def parse_Ms(values: tuple[str, ...]) -> tuple[int, ...]:
 
     out: list[int] = []
     for text in values:
-        for part in text.split(","):
-            part = part.strip()
+        for raw in text.split(","):
+            part = raw.strip()
             if not part.isdigit() or int(part) < 1:
                 raise InputError(f"--M expects integers >= 1, comma-separated (got {text!r})")
             out.append(int(part))
@@ -83,7 +83,7 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write JSON here.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Write a self-contained HTML page here.")
-def report(model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int, objective: str,
+def report(*, model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int, objective: str,
            base_regime: str, solver: str, order: str | None, time_limit: float | None, pareto_max_M: int,
            without: tuple[str, ...], with_: tuple[str, ...], link: tuple[str, ...], regime: tuple[str, ...],
            phase: tuple[str, ...], export: str, md_out: str | None, json_out: str | None,
@@ -98,8 +98,9 @@ def report(model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int,
     _check_target(export)
     M_list = parse_Ms(Ms)
     variations = parse_variations(without=without, with_=with_, link=link, regime=regime, phase=phase)
-    rep = _build(model_file, cluster_file, M_list, plan_M, objective, base_regime, solver, order,
-                 deadline, pareto_max_M, variations, export, html_out is not None)
+    rep = _build(model_file, cluster_file, Ms=M_list, plan_M=plan_M, objective=objective, base_regime=base_regime,
+                 solver=solver, order=order, deadline=deadline, pareto_max_M=pareto_max_M, variations=variations,
+                 export=export, charts=html_out is not None)
     _show(rep, md_out, json_out, html_out, inputs)
 
 
@@ -123,7 +124,7 @@ def _progress(deadline: Any) -> Any:
     return say
 
 
-def _build(model_file: str, cluster_file: str, Ms: tuple[int, ...], plan_M: int, objective: str,
+def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: int, objective: str,
            base_regime: str, solver: str, order: str | None, deadline: Any, pareto_max_M: int,
            variations: Any, export: str, charts: bool) -> Any:
     from partitioner.api import build_problem

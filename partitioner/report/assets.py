@@ -18,8 +18,7 @@ CALC_KEYS: tuple[str, ...] = (
 )
 # how each output is shown: "ms" (seconds x 1e3), "/s", "%" or "" (as is); data-value stays SI
 CALC_UNITS: dict[str, str] = {
-    **{k: "ms" for k in ("tau_max", "sigma_max", "sigma", "T_free", "T_async", "T_block", "T_gpipe", "T_real",
-                         "homogeneity_bias", "full_bias", "slack", "overlap_gap", "effective_slope", "first_latency")},
+    **dict.fromkeys(("tau_max", "sigma_max", "sigma", "T_free", "T_async", "T_block", "T_gpipe", "T_real", "homogeneity_bias", "full_bias", "slack", "overlap_gap", "effective_slope", "first_latency"), "ms"),
     "asymptotic_throughput_async": "/s", "asymptotic_throughput_blocking": "/s",
     "gpipe_error": "%", "bubble_fraction": "%",
 }

@@ -40,6 +40,7 @@ def _check_Ms(Ms: Sequence[int]) -> tuple[int, ...]:
 
 def compare_plans(
     problem: Problem,
+    *,
     Ms: Sequence[int] = DEFAULT_MS,
     solver: str = "auto",
     baselines: Sequence[str] = BASELINES,
@@ -86,7 +87,8 @@ def build_report(
     if base not in OPTIMAL:
         raise InputError(f"base objective must be one of {', '.join(OPTIMAL)} (got {base!r})")
     solves = solves or Solves(problem, solver, deadline, progress)
-    rows = compare_plans(problem, Ms, solver, baselines, OPTIMAL, solves, workload)
+    rows = compare_plans(problem, Ms=Ms, solver=solver, baselines=baselines, objectives=OPTIMAL, solves=solves,
+                         workload=workload)
     base_row = next(r for r in rows if r.name == base)
     points = sweep(problem, _check_Ms(list(pareto_Ms)), lambda q: solves.plan("makespan", q.M))
     base_plan = solves.plan(base)

@@ -77,12 +77,12 @@ def makespan_chart(report: Report) -> str:
     fig, ax = _figure()
     drawn = [r for r in report.rows if r.metrics is not None]
     Ms = list(report.Ms)
-    ref = min((T / M for r in drawn for T, M in zip(_T(r, report.regime), Ms)), default=1.0)
+    ref = min((T / M for r in drawn for T, M in zip(_T(r, report.regime), Ms, strict=True)), default=1.0)
     unit, scale = time_unit(ref)
     for i, group in enumerate(_groups(drawn, lambda r: _T(r, report.regime))):
         r = group[0]
         fits = r.feasible
-        ax.plot(Ms, [T / M * scale for T, M in zip(_T(r, report.regime), Ms)], "o-" if fits else "x--",
+        ax.plot(Ms, [T / M * scale for T, M in zip(_T(r, report.regime), Ms, strict=True)], "o-" if fits else "x--",
                 color=f"C{i % 10}", alpha=1.0 if fits else 0.75,
                 label=" = ".join(g.name for g in group) + ("" if fits else " (does not fit)"))
     base = report.row(report.base)
@@ -132,7 +132,7 @@ def stage_chart(row: PlanRow) -> str:
         cap = top * dscale * 1.25
         shown = np.minimum(sl * dscale, cap * 0.98)
         ax2.scatter(ax2_x, shown, marker="_", s=900 * min(1.0, 5 / S), color="k", zorder=3)
-        for xi, s_true, y in zip(ax2_x, sl * dscale, shown):
+        for xi, s_true, y in zip(ax2_x, sl * dscale, shown, strict=True):
             if s_true > cap:
                 ax2.annotate(f"slack {fmt_time(s_true / dscale)} (off scale)", (xi, y), textcoords="offset points",
                              xytext=(18, -4), fontsize=FONT_PT - 1)
@@ -162,13 +162,13 @@ def gantt_chart(row: PlanRow, regime: str, M: int) -> str:
     label_rows = set(range(S)) if S <= 12 else {0, S - 1}  # numbers on every row would be unreadable
     for s in range(S):  # one collection per stage row (hundreds of single bars are slow to draw)
         start, finish = sched.start[:M, s] * scale, sched.finish[:M, s] * scale
-        ax.broken_barh(list(zip(start, finish - start)), (s - 0.35, 0.7), facecolors=colors, alpha=0.85)
+        ax.broken_barh(list(zip(start, finish - start, strict=True)), (s - 0.35, 0.7), facecolors=colors, alpha=0.85)
         if s in label_rows:
             for mb in range(M):
                 ax.text((start[mb] + finish[mb]) / 2, s, str(mb), ha="center", va="center", fontsize=FONT_PT - 1)
         if s < S - 1:
             c, e = sched.send_start[:M, s] * scale, sched.send_finish[:M, s] * scale
-            ax.broken_barh(list(zip(c, e - c)), (s + 0.38, 0.1), facecolors=colors, alpha=0.5)
+            ax.broken_barh(list(zip(c, e - c, strict=True)), (s + 0.38, 0.1), facecolors=colors, alpha=0.5)
     ax.set_yticks(range(S), [f"{s}: {dev}" for s, dev in enumerate(m.devices)])
     ax.invert_yaxis()
     ax.set_xlabel(f"time, {unit} (makespan {float(sched.makespan) * scale:.4g} {unit}); "

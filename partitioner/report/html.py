@@ -10,9 +10,8 @@ carry `data-calc="KEY"` with `KEY` an `Analysis` field of `partitioner.analysis.
 from __future__ import annotations
 
 import json
-from html import escape
-
 from collections.abc import Callable
+from html import escape
 
 from partitioner.report.assets import CALC_KEYS, CALC_UNITS, CALCULATOR_JS, CSS
 from partitioner.report.compare import Report

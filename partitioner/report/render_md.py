@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from partitioner.report.compare import Report
-from partitioner.report.render_json import REPORT_FORMAT
 from partitioner.report.headview import headline_lines, plain
+from partitioner.report.render_json import REPORT_FORMAT
 from partitioner.report.tables import Table, report_tables
 
 __all__ = ["render_md"]
@@ -17,13 +17,13 @@ def _escape(text: str) -> str:
 def _table(t: Table) -> list[str]:
     lines = [f"## {t.title}", ""]
     if not t.rows:
-        return lines + ["(none)", ""]
+        return [*lines, "(none)", ""]
     lines.append("| " + " | ".join(_escape(c) for c in t.columns) + " |")
     lines.append("|" + "|".join("---" for _ in t.columns) + "|")
     lines += ["| " + " | ".join(_escape(c.text) for c in row) + " |" for row in t.rows]
     if t.note:
         lines += ["", f"_{t.note}_"]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _headline(report: Report) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from partitioner.report.compare import Report
@@ -63,14 +64,7 @@ def render_text(report: Report, console: Any = None, width: int = 160) -> str:
     if console is not None:
         _print(console, report)
         return ""
-    c = Console(width=width, record=True, file=_Null(), color_system=None)
+    c = Console(width=width, record=True, file=io.StringIO(), color_system=None)
     _print(c, report)
     return c.export_text()
 
-
-class _Null:
-    def write(self, _: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        return None

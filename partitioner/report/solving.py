@@ -22,7 +22,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.problem import Problem, Solution, evaluate, objective_key
@@ -72,8 +72,8 @@ class Solves:
     # -- public ------------------------------------------------------------------------------
     def variant(self, objective: str | None = None, M: int | None = None, regime: str | None = None) -> Problem:
         p = self.problem
-        return dataclasses.replace(p, objective=objective or p.objective, M=int(p.M if M is None else M),
-                                   regime=regime or p.regime)
+        return dataclasses.replace(p, objective=cast(Any, objective or p.objective), M=int(p.M if M is None else M),
+                                   regime=cast(Any, regime or p.regime))
 
     def plan(self, objective: str | None = None, M: int | None = None, regime: str | None = None) -> Plan:
         """The plan of (objective, M, regime) on this problem's tables, solved at most once."""
@@ -84,8 +84,8 @@ class Solves:
         if key not in self.plans:
             self._say(f"{q.objective} plan at M = {q.M} ({q.regime})")
             try:
-                self.plans[key] = solve_within(q, self.solver, self.deadline, self._pool(q.regime),
-                                                self.progress, self.reserve_s)
+                self.plans[key] = solve_within(q, self.solver, self.deadline, pool=self._pool(q.regime),
+                                                progress=self.progress, reserve_s=self.reserve_s)
             except InfeasibleError as exc:
                 self.failures[key] = exc
                 raise
@@ -164,7 +164,7 @@ def _best_known(q: Problem, pool: list[Plan]) -> Solution:
                     wall_time_s=time.perf_counter() - start)
 
 
-def solve_within(q: Problem, solver: str, deadline: Deadline, pool: list[Plan] | None = None,
+def solve_within(q: Problem, solver: str, deadline: Deadline, *, pool: list[Plan] | None = None,
                  progress: Progress | None = None, reserve_s: float = RESERVE_S) -> Plan:
     """One plan of q within what is left of the deadline (module doc)."""
     from partitioner.api import solve_problem

@@ -163,7 +163,7 @@ def _makespans(report: Report) -> Table:
         cells = [text(r.name)]
         for x in m.by_M:
             cells.append(secs(x.T_async if reg == "async" else x.T_block, f"{k}.by_M.{x.M}.T_{reg}"))
-        last = next(x for x in m.by_M if x.M == top)
+        last = next(x for x in m.by_M if top == x.M)
         cells += [secs(m.homogeneity_bias, f"{k}.homogeneity_bias"), secs(m.comm_underestimate,
                   f"{k}.comm_underestimate"), pct(last.gpipe_error, f"{k}.by_M.{top}.gpipe_error")]
         rows.append(tuple(cells))

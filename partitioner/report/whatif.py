@@ -123,7 +123,7 @@ def _rel(new: float, old: float) -> float:
     return (new - old) / old if old else 0.0
 
 
-def diff(v: Variation, base: PlanRow, base_regime: str, plan: Plan | None, reason: str = "",
+def diff(v: Variation, base: PlanRow, base_regime: str, plan: Plan | None, *, reason: str = "",
          workload: Workload | None = None) -> WhatIf:
     """Compare a re-planned variation with the base row (relative changes; positive = increase).
 
@@ -177,5 +177,5 @@ def run(prepared: Sequence[Prepared], base: PlanRow, base_regime: str, planner: 
             reason = ""
         except InfeasibleError as exc:
             plan, reason = None, str(exc)
-        out.append(diff(v, base, base_regime, plan, reason, workload_of(m) if m is not None else None))
+        out.append(diff(v, base, base_regime, plan, reason=reason, workload=workload_of(m) if m is not None else None))
     return tuple(out)
