@@ -47,9 +47,16 @@ class Deadline:
     def __init__(self, seconds: float | None, start: float | None = None) -> None:
         self.seconds = seconds
         self.start = time.perf_counter() if start is None else start
+        self.cpu_start = time.process_time()
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
+
+    def slowdown(self) -> float:
+        """Wall seconds per CPU second so far (>= 1): on a machine whose cores other jobs hold,
+        the work kept back for rendering takes this much longer too."""
+        cpu = time.process_time() - self.cpu_start
+        return max(1.0, self.elapsed() / cpu) if cpu > 0.2 else 1.0
 
     def left(self) -> float:
         return float("inf") if self.seconds is None else self.seconds - self.elapsed()
@@ -125,16 +132,19 @@ def _listed(plan: Plan, names: dict[str, int]) -> bool:
 
 
 def _best_known(q: Problem, pool: list[Plan]) -> Solution:
-    """The best of `dp.hint` (exact in listed order) and the pool at q, with a real lower bound."""
+    """The best of the DP's exact optimum in the listed device order and the pool at q, with a
+    real lower bound (`bounds.lower_bound` without the LP, raised by tau* below)."""
     from partitioner.solvers import dp
+    from partitioner.solvers.bounds import lower_bound
 
     start = time.perf_counter()
     cands: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-    lb = 0.0
+    lb = float(lower_bound(q, lp=False))
     try:
-        h = dp.hint(q)
-        cands.append((tuple(h.devices), tuple(h.cuts)))
-        lb = float(h.lower_bound)
+        fixed = dp.solve(dataclasses.replace(q, order="fixed"))  # polynomial; always applies
+        cands.append((tuple(fixed.devices), tuple(fixed.cuts)))
+        if q.order == "fixed":
+            lb = max(lb, float(fixed.lower_bound))
     except InfeasibleError:
         if not pool:
             raise
@@ -169,7 +179,7 @@ def solve_within(q: Problem, solver: str, deadline: Deadline, *, pool: list[Plan
     """One plan of q within what is left of the deadline (module doc)."""
     from partitioner.api import solve_problem
 
-    left = deadline.left() - reserve_s
+    left = deadline.left() - reserve_s * deadline.slowdown()
     if solver not in ("auto", "cpsat"):
         return solve_problem(q, solver)
     if solver == "cpsat":
