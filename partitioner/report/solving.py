@@ -11,8 +11,9 @@ them by (objective, regime, M, order) and shares one wall-clock deadline (`--tim
   T(M) >= (M - 1) tau* + ...). CP-SAT, hinted with that plan, runs only when its share of the
   budget left (`CPSAT_SHARE`) is at least `MIN_CPSAT_S`: building its model alone takes about
   a second on 24 devices, so the default 5 s budget never calls it; `--time-limit 60` does.
-  The makespan DP has no time limit of its own, so once the budget is nearly spent the best
-  known plan (with its bound) stands in for it too.
+  The makespan DP has no time limit of its own, so once the budget left is less than its
+  longest run so far (and that run took more than `CHEAP_DP_S`), the best known plan (with its
+  bound) stands in for it too.
 - an explicit solver (`dp`, `cpsat`, `brute`) is run as asked, CP-SAT with the budget left.
 """
 
@@ -35,8 +36,8 @@ CPSAT_SHARE = 0.25  # one CP-SAT solve gets this share of the budget left (later
 CPSAT_BUILD_S = 1.0  # model building before CP-SAT's own clock starts (24 devices, 34 layers)
 RESERVE_S = 0.8  # kept back for scoring, the terminal tables and writing the outputs
 CHARTS_S = 1.5  # ... and for matplotlib and the four charts when the HTML page is written
-DP_MAKESPAN_MIN_S = 0.5  # the makespan DP (no time limit of its own: 0.03-0.5 s a call on the
-# bundled 24-device cluster) runs only with this much budget left; else the best known plan
+CHEAP_DP_S = 0.1  # an exact makespan DP known to take at most this much CPU time always runs
+MAX_SLOWDOWN = 3.0  # the rendering reserve grows with the machine's load up to this factor
 
 Progress = Callable[[str], None]
 
@@ -56,7 +57,7 @@ class Deadline:
         """Wall seconds per CPU second so far (>= 1): on a machine whose cores other jobs hold,
         the work kept back for rendering takes this much longer too."""
         cpu = time.process_time() - self.cpu_start
-        return max(1.0, self.elapsed() / cpu) if cpu > 0.2 else 1.0
+        return min(MAX_SLOWDOWN, max(1.0, self.elapsed() / cpu)) if cpu > 0.2 else 1.0
 
     def left(self) -> float:
         return float("inf") if self.seconds is None else self.seconds - self.elapsed()
@@ -75,6 +76,7 @@ class Solves:
         self.plans: dict[tuple[Any, ...], Plan] = {}
         self.failures: dict[tuple[Any, ...], InfeasibleError] = {}
         self.calls = 0  # solver runs (memo misses), for the benchmark
+        self.dp_makespan_s = 0.0  # CPU seconds of the longest exact makespan DP so far (no time limit)
 
     # -- public ------------------------------------------------------------------------------
     def variant(self, objective: str | None = None, M: int | None = None, regime: str | None = None) -> Problem:
@@ -90,13 +92,17 @@ class Solves:
             raise self.failures[key]
         if key not in self.plans:
             self._say(f"{q.objective} plan at M = {q.M} ({q.regime})")
+            start = time.process_time()
             try:
                 self.plans[key] = solve_within(q, self.solver, self.deadline, pool=self._pool(q.regime),
-                                                progress=self.progress, reserve_s=self.reserve_s)
+                                                progress=self.progress, reserve_s=self.reserve_s,
+                                                dp_makespan_s=self.dp_makespan_s)
             except InfeasibleError as exc:
                 self.failures[key] = exc
                 raise
             self.calls += 1
+            if q.objective == "makespan" and self.plans[key].solver == "dp" and self.plans[key].optimal:
+                self.dp_makespan_s = max(self.dp_makespan_s, time.process_time() - start)
         return self.plans[key]
 
     def baseline(self, name: str) -> Plan | str:
@@ -175,7 +181,7 @@ def _best_known(q: Problem, pool: list[Plan]) -> Solution:
 
 
 def solve_within(q: Problem, solver: str, deadline: Deadline, *, pool: list[Plan] | None = None,
-                 progress: Progress | None = None, reserve_s: float = RESERVE_S) -> Plan:
+                 progress: Progress | None = None, reserve_s: float = RESERVE_S, dp_makespan_s: float = 0.0) -> Plan:
     """One plan of q within what is left of the deadline (module doc)."""
     from partitioner.api import solve_problem
 
@@ -186,7 +192,7 @@ def solve_within(q: Problem, solver: str, deadline: Deadline, *, pool: list[Plan
         return solve_problem(dataclasses.replace(q, time_limit_s=_limit(q, left)), "cpsat", _cpsat_progress(progress))
     from partitioner.solvers import dp
 
-    if dp.applies(q) and (q.objective != "makespan" or left >= DP_MAKESPAN_MIN_S or not pool):
+    if dp.applies(q) and (q.objective != "makespan" or dp_makespan_s <= max(left, CHEAP_DP_S) or not pool):
         return solve_problem(q, "dp")
     best = _best_known(q, pool or [])
     share = left * CPSAT_SHARE
