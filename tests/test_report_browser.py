@@ -154,6 +154,13 @@ def test_nothing_overflows_the_page(context, report_files, width, tmp_path) -> N
         .filter(e => e.getBoundingClientRect().right > w + 0.5)
         .map(e => e.tagName + ' in #' + ((e.closest('section') || {}).id || '?'))""", client)
     assert wide == []
+    # chart text as the reader sees it: font-size in SVG units times the SVG's on-screen scale
+    smallest = pg.evaluate("""() => Math.min(...Array.from(document.querySelectorAll('section.chart svg')).map(svg => {
+        const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+        return Math.min(...Array.from(svg.querySelectorAll('text')).map(
+            t => parseFloat(getComputedStyle(t).fontSize) * scale));
+    }))""")
+    assert smallest >= 9, smallest  # the issue: 6-7 px before
     pg.close()
 
 

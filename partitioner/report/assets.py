@@ -42,7 +42,7 @@ td.bad { background: #fdecec; }
 #headline .big { font-size: 1.15em; font-weight: 600; }
 pre.command { background: #f4f4f4; border: 1px solid #ddd; padding: 0.5em; font-size: 0.85em;
               white-space: pre-wrap; overflow-wrap: anywhere; }
-.chart svg { width: 100%; max-width: 1100px; height: auto; display: block; }
+.chart svg { width: 100%; max-width: 960px; height: auto; display: block; }
 .chart svg text { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
 #calc label { display: inline-block; min-width: 6em; }
 #calc input { font-family: monospace; width: 28em; max-width: 100%; margin: 2px 0; }

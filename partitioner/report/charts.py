@@ -21,13 +21,13 @@ from partitioner.report.units import fmt_time, time_unit
 
 __all__ = ["svg", "makespan_chart", "stage_chart", "gantt_chart", "pareto_chart", "FONT_PT"]
 
-FONT_PT = 10  # at the page's largest chart width (960 px for 9 in) this is ~13 px
+FONT_PT = 11  # SVG user units are pt: at 800 px (7.5 in + legend, ~700 pt) ~12 px, at 960 px ~15 px
 _HEAD = re.compile(r"^.*?(?=<svg)", re.S)
 _META = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
 _SIZE = re.compile(r'<svg([^>]*?) width="[^"]*" height="[^"]*"')
 
 
-def _figure(w: float = 9.0, h: float = 4.2) -> Any:
+def _figure(w: float = 7.5, h: float = 4.0) -> Any:
     import matplotlib
 
     matplotlib.rcParams["svg.hashsalt"] = "partitioner"  # deterministic ids
@@ -105,7 +105,7 @@ def stage_chart(row: PlanRow) -> str:
 
     m = _metrics(row)
     S = len(m.tau)
-    fig, _ = _figure(9.0, 5.2 if S > 1 else 3.6)
+    fig, _ = _figure(7.5, 5.2 if S > 1 else 3.6)
     fig.clear()
     axes = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]}) if S > 1 else [fig.add_subplot()]
     ax = axes[0]
@@ -135,7 +135,7 @@ def stage_chart(row: PlanRow) -> str:
         for xi, s_true, y in zip(ax2_x, sl * dscale, shown, strict=True):
             if s_true > cap:
                 ax2.annotate(f"slack {fmt_time(s_true / dscale)} (off scale)", (xi, y), textcoords="offset points",
-                             xytext=(18, -4), fontsize=FONT_PT - 1)
+                             xytext=(-14, -4), ha="right", fontsize=FONT_PT - 2)
         ax2.set_ylim(0, cap)
         ax2.set_ylabel(f"d_s, {dunit}")
         from matplotlib.lines import Line2D
@@ -157,7 +157,7 @@ def gantt_chart(row: PlanRow, regime: str, M: int) -> str:
     sched = simulate(list(m.tau), list(m.d), M, regime)
     S = len(m.tau)
     unit, scale = time_unit(float(sched.makespan))
-    fig, ax = _figure(9.0, 0.8 + (0.5 if S <= 12 else 0.28) * S + 1.0)
+    fig, ax = _figure(7.5, 0.8 + (0.5 if S <= 12 else 0.28) * S + 1.0)
     colors = [f"C{mb % 10}" for mb in range(M)]
     label_rows = set(range(S)) if S <= 12 else {0, S - 1}  # numbers on every row would be unreadable
     for s in range(S):  # one collection per stage row (hundreds of single bars are slow to draw)
