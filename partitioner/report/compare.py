@@ -120,6 +120,13 @@ class PlanRow:
     optimal: bool
     metrics: PlanMetrics | None  # None when the solver produced no plan at all
     lower_bound: float = 0.0  # on the first objective component (== it when optimal)
+    objective_value: float = 0.0  # that first component (tau_max, the period or T(M))
+
+    @property
+    def gap(self) -> float:
+        """(value - lower bound) / value: 0 when proven optimal."""
+        v = self.objective_value
+        return max(0.0, (v - self.lower_bound) / v) if v > 0 and not self.optimal else 0.0
 
 
 @dataclass(frozen=True)
@@ -251,6 +258,7 @@ def plan_row(name: str, kind: str, plan: Plan, Ms: Sequence[int], workload: Work
         optimal=plan.optimal,
         metrics=plan_metrics(plan, Ms, workload),
         lower_bound=plan.lower_bound,
+        objective_value=plan.objective_value[0] if plan.objective_value else 0.0,
     )
 
 

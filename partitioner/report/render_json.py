@@ -47,6 +47,7 @@ def _row_dict(row: PlanRow) -> dict[str, Any]:
         "solver": row.solver,
         "optimal": row.optimal,
         "lower_bound": row.lower_bound,
+        "gap": row.gap,
     }
     return {**head, **_metrics_dict(row)}
 

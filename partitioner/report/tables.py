@@ -108,7 +108,7 @@ def link_name(row: PlanRow, link: int | None) -> str:
 
 def _status(r: PlanRow) -> Cell:
     if r.feasible:
-        return text("ok" if r.optimal or r.kind == "baseline" else "best found")
+        return text("ok" if r.optimal or r.kind == "baseline" else f"best found, gap ≤ {100 * r.gap:.0f}%")
     return text("INFEASIBLE", "bad")
 
 
