@@ -1,4 +1,4 @@
-"""`partition report model.yaml cluster.yaml`: compare plans, baselines and GPipe; what-ifs (issue 5)."""
+"""`partition report model.yaml cluster.yaml`: compare plans, baselines and GPipe; what-ifs; a headline."""
 
 from __future__ import annotations
 

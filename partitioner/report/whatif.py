@@ -1,6 +1,6 @@
 """What-if variations: parse them, apply them to the model/cluster, re-plan, diff with the base.
 
-Syntax (issue 5):
+Syntax:
     --without DEVICE                     drop a device from the cluster
     --with GPU_ID@NODE                   add a GPU of preset GPU_ID on node NODE
     --link A:B=latency_ms,bandwidth_gb_s set the link between devices (or nodes) A and B
