@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "data" / "report-seed.md"
 ARGS = ["report", str(ROOT / "examples" / "models" / "qwen2.5-14b.yaml"),
         str(ROOT / "examples" / "clusters" / "seed.yaml"), "--phase", "prefill",
-        "--link", "laptop-5090:node02-3090=0.05,100"]
+        "--link", "laptop-5090:node02-3090=0.05,100", "--time-limit", "600"]  # exact on any machine
 
 
 def test_seed_markdown_matches_golden(tmp_path) -> None:
