@@ -79,21 +79,17 @@ def test_console_uses_the_terminal_width() -> None:
 
 
 def test_time_limit_bounds_the_report(tmp_path) -> None:
-    """A free-order cluster where the DP does not apply to makespan: the default budget keeps the
-    report short and the plans it cannot prove say so (status 'best found', a '*' on the frontier)."""
+    """A free-order cluster where the DP does not apply to makespan: within a short budget the
+    plans it cannot prove say so (not optimal, a positive lower bound, a gap)."""
     cluster = ROOT / "examples" / "clusters" / "a100-l4-t4.yaml"
     model = ROOT / "examples" / "models" / "llama-3.1-8b.yaml"
     out = tmp_path / "r.json"
-    import time
-
-    start = time.perf_counter()
     result = invoke("report", str(model), str(cluster), "--time-limit", "4", "--json", str(out))
-    assert result.exit_code == 0, result.output
-    assert time.perf_counter() - start < 8  # 4 s budget plus imports and rendering on a loaded machine
+    assert result.exit_code == 0, result.output  # its speed is measured in benchmarks/report.py
     data = json.loads(out.read_text())
     mk = data["plans"]["makespan"]
     assert mk["feasible"] and not mk["optimal"]
-    assert 0 < mk["lower_bound"] <= mk["by_M"]["8"]["T_async"]
+    assert 0 < mk["lower_bound"] <= mk["by_M"]["8"]["T_async"] and 0 < mk["gap"] < 1
     assert any(not p["optimal"] for p in data["pareto"])
 
 
