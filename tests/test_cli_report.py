@@ -18,8 +18,8 @@ CLUSTER = str(ROOT / "examples" / "clusters" / "seed.yaml")
 FAST = ["--M", "1,8", "--pareto-max-M", "8"]
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args))
+def invoke(*args: str, columns: int = 200):
+    return CliRunner().invoke(main, list(args), env={"COLUMNS": str(columns)})
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,10 @@ def test_end_to_end(outputs) -> None:
         "--without node03-1070", "--link laptop-5090:node02-3090=0.05,100", "--regime blocking", "--phase prefill"]
     assert data["pareto"] and all(p["M"] in (1, 2, 4, 8) for p in data["pareto"])
     assert "Pareto frontier" in result.output and "What-if" in result.output
-    assert paths["md"].read_text().count("\n## ") == 7
+    assert paths["md"].read_text().count("\n## ") == 8
+    head = result.output[: result.output.index("Plans (")]
+    assert "Run:" in head and "tokens/s" in head and "Bottleneck:" in head and "export VLLM_PP_LAYER_PARTITION" in head
+    assert data["headline"]["tokens_per_s"] == data["plans"]["balanced"]["tokens_per_s"]
     assert paths["html"].read_text().startswith("<!DOCTYPE html>")
 
 
@@ -63,6 +66,36 @@ def test_with_device_variation() -> None:
     result = invoke("report", MODEL, CLUSTER, "--M", "8", "--pareto-max-M", "1", "--with", "rtx-3090@node-02")
     assert result.exit_code == 0, result.output
     assert "--with rtx-3090@node-02" in result.output
+
+
+def test_console_uses_the_terminal_width() -> None:
+    widest = {}
+    for columns in (90, 160):
+        result = invoke("report", MODEL, CLUSTER, "--M", "8", "--pareto-max-M", "1", columns=columns)
+        assert result.exit_code == 0, result.output
+        widest[columns] = max(len(line) for line in result.output.splitlines())
+        assert widest[columns] <= columns
+    assert widest[160] > 90  # not a fixed width
+
+
+def test_time_limit_bounds_the_report(tmp_path) -> None:
+    """A free-order cluster where the DP does not apply to makespan: within a short budget the
+    plans it cannot prove say so (not optimal, a positive lower bound, a gap)."""
+    cluster = ROOT / "examples" / "clusters" / "a100-l4-t4.yaml"
+    model = ROOT / "examples" / "models" / "llama-3.1-8b.yaml"
+    out = tmp_path / "r.json"
+    result = invoke("report", str(model), str(cluster), "--time-limit", "4", "--json", str(out))
+    assert result.exit_code == 0, result.output  # its speed is measured in benchmarks/report.py
+    data = json.loads(out.read_text())
+    mk = data["plans"]["makespan"]
+    assert mk["feasible"] and not mk["optimal"]
+    assert 0 < mk["lower_bound"] <= mk["by_M"]["8"]["T_async"] and 0 < mk["gap"] < 1
+    assert any(not p["optimal"] for p in data["pareto"])
+
+
+def test_bad_export_target() -> None:
+    result = invoke("report", MODEL, CLUSTER, "--export", "nope")
+    assert result.exit_code == 2 and "valid targets" in result.output
 
 
 def test_parse_Ms() -> None:

@@ -12,21 +12,23 @@ import dataclasses
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_report_data import toy_tables
 
 from partitioner.analysis import analyze
 from partitioner.problem import Problem
 from partitioner.report.assets import CALC_KEYS
 from partitioner.report.build import build_report
+from partitioner.report.headline import engine_command
 from partitioner.report.html import render_html
 from partitioner.report.render_json import lookup, render_json
 from partitioner.report.whatif import diff, parse_variation
 from partitioner.result import Plan
 from partitioner.solvers.brute import solve as brute
-from test_report_data import toy_tables
 
 pytestmark = pytest.mark.browser
 
@@ -47,7 +49,8 @@ def report_files(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
     """A small hand-made report (brute-force plans, an infeasible baseline, a what-if) on disk."""
     out = tmp_path_factory.mktemp("browser")
     problem = Problem(toy_tables(latency=0.5, capacity=(1.0, 4.0), L=4), M=8)
-    rep = build_report(problem, Ms=(1, 8, 32), solver="brute", pareto_Ms=(1, 2, 4, 8))
+    rep = build_report(problem, Ms=(1, 8, 32), solver="brute", pareto_Ms=(1, 2, 4, 8),
+                       commands=engine_command("vllm"))
     faster = Problem(toy_tables(latency=0.1, capacity=(1.0, 4.0), L=4), M=8)
     w = diff(parse_variation("link", "A:B=100,1"), rep.row("balanced"), "async",
              Plan.from_solution(faster, brute(faster)))
@@ -94,20 +97,87 @@ def test_no_network_request(page, report_files) -> None:
     assert page.requests == [html.as_uri()]
 
 
+def _shown(text: str) -> float:
+    """The number at the start of a cell's text ("17.36 ms", "1,234 tokens/s", "+3.0%", "×1.18")."""
+    m = re.match(r"\s*×?([+-]?[0-9][0-9,]*\.?[0-9]*(?:e[+-]?[0-9]+)?)", text)
+    assert m, text
+    return float(m.group(1).replace(",", ""))
+
+
 def test_numbers_shown_equal_json(page, report_files) -> None:
     _, data = report_files
     cells = page.eval_on_selector_all(
-        "[data-key]", "els => els.map(e => [e.dataset.key, e.dataset.value, e.dataset.unit, e.textContent])")
-    assert len(cells) > 100
+        "[data-key]", "els => els.map(e => [e.dataset.key, e.dataset.value, e.dataset.scale, e.textContent])")
+    assert len(cells) > 60
     keys = {c[0] for c in cells}
-    assert {"plans.balanced.tau_max", "plans.even.by_M.8.T_gpipe", "plans.even.memory.0.used_gb",
-            "pareto.0.throughput", "whatif.0.d_throughput", "whatif.0.T.32.change"} <= keys
+    assert {"plans.balanced.tau_max", "plans.even.by_M.8.T_async", "plans.even.memory.0.used_gb",
+            "pareto.0.throughput", "whatif.0.d_throughput", "whatif.0.T.32.change",
+            "headline.tokens_per_s", "headline.tau_max"} <= keys
     assert data["plans"]["even"]["feasible"] is False  # shown, with its numbers
-    for key, value, unit, text in cells:
+    for key, value, scale, text in cells:
         expected = lookup(data, key)
         assert float(value) == expected, key
-        shown = float(text.rstrip("%")) / (100 if unit == "%" else 1)
-        assert shown == pytest.approx(expected, rel=2e-3, abs=1e-3), key
+        half_step = 0.051 / float(scale) if text.rstrip().endswith("%") else 1e-12  # "+2.3%": 1 decimal
+        assert _shown(text) / float(scale) == pytest.approx(expected, rel=2e-3, abs=half_step), (key, text)
+
+
+def test_headline_equals_json(page, report_files) -> None:
+    """The headline's numbers are the JSON report's (base plan, gains, bottleneck)."""
+    _, data = report_files
+    h, base = data["headline"], data["plans"][data["base"]]
+    assert h["tokens_per_s"] == base["tokens_per_s"] and h["tau_max"] == base["tau_max"]
+    text = page.text_content("#headline")
+    assert text.index("Run") < text.index("Throughput") < text.index("Bottleneck")
+    for key in ("tokens_per_s", "tau_max", "first_latency", "throughput"):
+        el = page.query_selector(f'#headline [data-key="headline.{key}"]')
+        assert el is not None, key
+        assert float(el.get_attribute("data-value")) == h[key]
+        assert _shown(el.text_content()) / float(el.get_attribute("data-scale")) == pytest.approx(h[key], rel=2e-3)
+    assert "does not fit" in text and h["gains"]["even"]["fits"] is False  # the even split: why, not a ratio
+    assert f"stage {h['bottleneck_stage']} on {h['bottleneck_device']}" in text
+    assert page.query_selector("#headline pre.command") is not None  # the engine command
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_nothing_overflows_the_page(context, report_files, width, tmp_path) -> None:
+    html, _ = report_files
+    pg = context.new_page()
+    pg.set_viewport_size({"width": width, "height": 900})
+    pg.goto(html.as_uri())
+    pg.wait_for_load_state("load")
+    shot = tmp_path / f"report-{width}.png"
+    pg.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    client = pg.evaluate("document.documentElement.clientWidth")
+    assert pg.evaluate("document.documentElement.scrollWidth") <= client
+    wide = pg.evaluate("""w => Array.from(document.querySelectorAll('body *'))
+        .filter(e => e.getBoundingClientRect().right > w + 0.5)
+        .map(e => e.tagName + ' in #' + ((e.closest('section') || {}).id || '?'))""", client)
+    assert wide == []
+    # chart text as the reader sees it: font-size in SVG units times the SVG's on-screen scale
+    smallest = pg.evaluate("""() => Math.min(...Array.from(document.querySelectorAll('section.chart svg')).map(svg => {
+        const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+        return Math.min(...Array.from(svg.querySelectorAll('text')).map(
+            t => parseFloat(getComputedStyle(t).fontSize) * scale));
+    }))""")
+    assert smallest >= 9, smallest  # the issue: 6-7 px before
+    pg.close()
+
+
+def test_chart_text_is_dom_text(page) -> None:
+    """Every chart's labels are <text> elements (searchable, selectable), not glyph paths."""
+    charts = page.eval_on_selector_all("section.chart", "els => els.map(e => e.id)")
+    assert set(charts) == {"chart-stages", "chart-makespan", "chart-pareto", "chart-gantt"}
+    for ident in charts:
+        texts = page.eval_on_selector_all(f"#{ident} svg text", "els => els.map(e => e.textContent)")
+        assert len(texts) >= 5, ident
+        assert page.eval_on_selector_all(f"#{ident} svg defs path[id^='DejaVu']", "els => els.length") == 0
+    legend = " ".join(page.eval_on_selector_all("#chart-makespan svg text", "els => els.map(e => e.textContent)"))
+    assert "(does not fit)" in legend and "micro-batches M (log scale)" in legend and " = " in legend
+    stages = " ".join(page.eval_on_selector_all("#chart-stages svg text", "els => els.map(e => e.textContent)"))
+    assert "d_s > slack: binds" in stages
+    size = page.eval_on_selector("#chart-makespan svg text", "e => parseFloat(getComputedStyle(e).fontSize)")
+    assert size >= 9
 
 
 def _calc(page) -> dict[str, Any]:
@@ -135,16 +205,26 @@ def _check(page, tau: list[float], d: list[float], M: int, rho: float) -> dict[s
     return got
 
 
+def _ms(values: list[float]) -> list[float]:
+    """The calculator's inputs are milliseconds; its outputs (data-value) are seconds."""
+    return [x / 1000 for x in values]
+
+
 def test_calculator_starts_from_base_plan(page, report_files) -> None:
     _, data = report_files
     base = data["plans"][data["base"]]
-    got = _check(page, base["tau"], base["d"], data["plan_M"], 1.0)
-    assert got["tau_max"] == base["tau_max"]
+    tau = [float(x) for x in page.input_value("#calc-tau").split(",")]
+    d = [float(x) for x in page.input_value("#calc-d").split(",")]
+    assert tau == [float(f"{x * 1e3:.4g}") for x in base["tau"]]  # rounded, in ms
+    assert all(len(x.strip()) <= 6 for x in page.input_value("#calc-tau").split(","))
+    got = _check(page, _ms(tau), _ms(d), data["plan_M"], 1.0)
+    assert got["tau_max"] == pytest.approx(base["tau_max"], rel=1e-3)
+    assert "ms" in page.text_content('[data-calc="T_async"]')
 
 
 def test_calculator_recomputes_on_edit(page) -> None:
-    page.fill("#calc-tau", "0.5, 1, 1, 5")
-    page.fill("#calc-d", "4.6, 0.1, 0.1")
+    page.fill("#calc-tau", "500, 1000, 1000, 5000")
+    page.fill("#calc-d", "4600, 100, 100")
     page.fill("#calc-M", "8")
     page.fill("#calc-rho", "0.8")
     got = _check(page, [0.5, 1, 1, 5], [4.6, 0.1, 0.1], 8, 0.8)
@@ -161,3 +241,22 @@ def test_calculator_rejects_bad_input(page) -> None:
     assert _calc(page)["T_async"] is None
     page.fill("#calc-d", "0.1, -1")
     assert "d[1] must be finite and >= 0" in page.text_content("#calc-error")
+
+
+def test_calculator_rejects_fractional_M(page) -> None:
+    page.fill("#calc-M", "2.5")
+    msg = page.text_content("#calc-error")
+    assert "M must be a whole number" in msg and '"2.5"' in msg and "NaN" not in msg
+    assert _calc(page)["T_async"] is None
+    page.fill("#calc-M", "3")
+    assert page.text_content("#calc-error") == ""
+
+
+def test_calculator_cli_defaults(page) -> None:
+    """As `partition analyze`: no d means zeros, no M means 1, no rho means 1."""
+    page.fill("#calc-tau", "10, 20")
+    page.fill("#calc-d", "")
+    page.fill("#calc-M", "")
+    page.fill("#calc-rho", "")
+    assert page.text_content("#calc-error") == ""
+    _check(page, [0.01, 0.02], [0.0], 1, 1.0)

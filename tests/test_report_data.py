@@ -121,3 +121,21 @@ def test_frontier_properties(raw: list[tuple[float, float]]) -> None:
     for p in pts:  # everything left out is dominated by, or equal to, a kept point
         assert any(dominates(q, p) or (q.throughput == p.throughput and q.first_latency == p.first_latency)
                    for q in front) or p in front
+
+
+def test_tokens_per_s_helper() -> None:
+    """One helper: the plan's serving model when it has one, else sequences x micro-batches/s."""
+    from types import SimpleNamespace
+
+    from partitioner.report.serving import Workload, serving_numbers
+
+    plan = SimpleNamespace(throughput=50.0)
+    assert serving_numbers(plan, Workload(batch=8)).tokens_per_s == 400.0
+    assert serving_numbers(plan, Workload(batch=8, profile=True)).tokens_per_s == 50.0  # layers: 1 sequence
+    pre = serving_numbers(plan, Workload(batch=2, phase="prefill", prompt_tokens=1024))
+    assert pre.tokens_per_s == 2 * 1024 * 50.0 and pre.unit == "prompt tokens/s"
+    served = SimpleNamespace(throughput=50.0, serving={"tokens_per_s": 321.0, "tpot_s": 0.025, "ttft_s": 0.4,
+                                                       "binding": "kv_capacity"})
+    s = serving_numbers(served, Workload(batch=8))
+    assert (s.tokens_per_s, s.tpot_s, s.ttft_s, s.binding, s.source) == (321.0, 0.025, 0.4, "kv_capacity",
+                                                                         "serving model")

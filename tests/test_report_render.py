@@ -8,6 +8,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from test_report_data import toy_tables
 
 from partitioner.problem import Problem
 from partitioner.report.build import build_report
@@ -19,7 +20,6 @@ from partitioner.report.render_text import render_text
 from partitioner.report.whatif import diff, parse_variation
 from partitioner.result import Plan
 from partitioner.solvers.brute import solve as brute
-from test_report_data import toy_tables
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +52,28 @@ def test_json_round_trip(report) -> None:
 def test_markdown(report) -> None:
     md = render_md(report)
     assert md.startswith(f"<!-- {REPORT_FORMAT} -->\n# Partition report: toy on toy-cluster")
-    assert "| balanced | optimal (balanced) | ok | 2 | 2 | 5 | 0.5 | 7 | 0 | 3 | 4.5 | 0 |" in md
+    # by hand (test_report_data): tau = (2, 2) s, sigma_max 5 s, first latency 7 s, M* 4.5; 1 sequence/micro-batch
+    assert "| balanced | ok | 2 | 0.5 | 2 s | 5 s | 7 s | 4.5 |" in md
     assert "| memory | llama.cpp | layer 'l0' needs 9 GB \\| more than any device |" in md
-    assert "| --link A:B=1000,1 | 0.5 | +0.0% | 5 | -28.6% | -28.6% | -9.5% | B, A |" in md
+    assert "| --link A:B=1000,1 | 0.5 tokens/s | +0.0% | 5 s | -28.6% | -28.6% | -9.5% | B, A |" in md
     assert "Supported points only" in md
+    head = md[: md.index("## Plans")]
+    assert "- **Run:** B (1) → A (2)" in head  # B: 1 layer (2 s), A: 2 layers (2 s)
+    assert "- **Bottleneck:** stage 0" in head and "τ_max 2 s" in head
+    assert "even): ×1.00 the throughput" in head or "even): does not fit" in head
+
+
+def test_phase_whatif_is_its_own_plan(report) -> None:
+    """A prefill re-plan is not a percentage of the decode plan: no relative change is shown."""
+    faster = Problem(toy_tables(latency=1.0), M=8)
+    w = diff(parse_variation("phase", "prefill"), report.row("balanced"), "async",
+             Plan.from_solution(faster, brute(faster)))
+    assert w.d_throughput is None and not w.comparable
+    rep = dataclasses.replace(report, whatifs=(w,))
+    md = render_md(rep)
+    assert "| --phase prefill | 0.5 tokens/s | other phase |" in md
+    data = json.loads(render_json(rep))
+    assert data["whatif"][0]["d_throughput"] is None and data["whatif"][0]["T"]["8"]["change"] is None
 
 
 def test_terminal(report) -> None:
@@ -94,7 +112,8 @@ def test_html_numbers_match_json(report, page) -> None:
     for c in parser.cells:
         value = lookup(data, c["data-key"])
         assert float(c["data-value"]) == value
-        shown = float(c["text"].rstrip("%")) / (100 if c["data-unit"] == "%" else 1)
+        number = re.match(r"[+-]?[0-9][0-9,.]*", c["text"].lstrip("×")).group(0).replace(",", "")
+        shown = float(number) / float(c["data-scale"])
         assert shown == pytest.approx(value, rel=2e-3, abs=1e-3)
 
 
@@ -102,6 +121,8 @@ def test_html_is_self_contained(page) -> None:
     parser = _Cells()
     parser.feed(page)
     assert page.count("<svg") == 4  # T(M), stages, Gantt, Pareto
+    assert page.index('id="headline"') < page.index('id="table-plans"') < page.index('id="chart-stages"')
+    assert "<text" in page and 'width="' not in page.split("<svg", 1)[1].split(">", 1)[0]  # text, responsive
     for tag, attrs in parser.tags:
         assert tag not in ("link", "img", "iframe", "object", "embed"), tag
         assert not (tag == "script" and attrs.get("src")), attrs

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_report_data import toy_tables
 
 from partitioner.errors import ConfigError, InfeasibleError, InputError
 from partitioner.problem import Problem
@@ -12,7 +13,6 @@ from partitioner.report.build import compare_plans
 from partitioner.report.whatif import apply, diff, parse_variation, parse_variations, prepare, run
 from partitioner.result import Plan
 from partitioner.solvers.brute import solve as brute
-from test_report_data import toy_tables
 
 SEED = Path(__file__).resolve().parents[1] / "examples" / "clusters" / "seed.yaml"
 
@@ -76,14 +76,14 @@ def test_diff_by_hand() -> None:
     assert w.T == ((1, 5.0, pytest.approx(-2 / 7)), (8, 19.0, pytest.approx(-2 / 21)))
     # Blocking: the balanced plan still splits (tau_max 2), but T(8) = 7 + 7*5 = 42.
     wb = diff(parse_variation("regime", "blocking"), base, "async", _plan(3.0, regime="blocking"))
-    assert dict((M, T) for M, T, _ in wb.T)[8] == 42.0
+    assert {M: T for M, T, _ in wb.T}[8] == 42.0
 
 
 def test_run_keeps_infeasible_variations() -> None:
     base = compare_plans(Problem(toy_tables(), M=8), Ms=(1,), solver="brute", baselines=())[0]
     v = parse_variation("without", "B")
 
-    def planner(model, cluster, regime):  # noqa: ANN001, ANN202 - test double
+    def planner(model, cluster, regime):
         raise InfeasibleError("the model needs 3.00 GB but the cluster has 2.00 GB usable in all")
 
     (w,) = run([(v, None, None, "async")], base, "async", planner)

@@ -1,4 +1,4 @@
-"""`partition report model.yaml cluster.yaml`: compare plans, baselines and GPipe; what-ifs (issue 5)."""
+"""`partition report model.yaml cluster.yaml`: compare plans, baselines and GPipe; what-ifs; a headline."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 __all__ = ["report", "parse_Ms"]
 
 REPORT_MARKER = "partitioner.report/1"
+DEFAULT_TIME_LIMIT_S = 5.0
 
 
 def parse_Ms(values: tuple[str, ...]) -> tuple[int, ...]:
@@ -19,8 +20,8 @@ def parse_Ms(values: tuple[str, ...]) -> tuple[int, ...]:
 
     out: list[int] = []
     for text in values:
-        for part in text.split(","):
-            part = part.strip()
+        for raw in text.split(","):
+            part = raw.strip()
             if not part.isdigit() or int(part) < 1:
                 raise InputError(f"--M expects integers >= 1, comma-separated (got {text!r})")
             out.append(int(part))
@@ -66,8 +67,9 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
               help="Regime of the compared plans and the Pareto sweep.")
 @click.option("--solver", type=click.Choice(["auto", "dp", "cpsat", "brute"]), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(["free", "fixed"]), default=None, help="Override the cluster file's order.")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="CP-SAT time limit per solve, seconds.")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIME_LIMIT_S,
+              show_default=True,
+              help="Wall-clock budget of the whole report, seconds; plans it leaves unproven show their gap.")
 @click.option("--pareto-max-M", "pareto_max_M", type=click.IntRange(min=1), default=4096, show_default=True,
               help="Largest M of the Pareto sweep (powers of two from 1).")
 @click.option("--without", multiple=True, metavar="DEVICE", help="What-if: drop a device.")
@@ -75,48 +77,84 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
 @click.option("--link", multiple=True, metavar="A:B=MS,GB_S", help="What-if: set a link's latency and bandwidth.")
 @click.option("--regime", multiple=True, metavar="async|blocking", help="What-if: re-plan in this regime.")
 @click.option("--phase", multiple=True, metavar="decode|prefill", help="What-if: re-plan in this phase.")
+@click.option("--export", "export", default="vllm", show_default=True, metavar="TARGET",
+              help="Engine whose command the headline prints (a `partition export` target).")
 @click.option("--md", "md_out", type=click.Path(dir_okay=False), default=None, help="Write Markdown here.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write JSON here.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Write a self-contained HTML page here.")
-def report(model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int, objective: str,
+def report(*, model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int, objective: str,
            base_regime: str, solver: str, order: str | None, time_limit: float | None, pareto_max_M: int,
            without: tuple[str, ...], with_: tuple[str, ...], link: tuple[str, ...], regime: tuple[str, ...],
-           phase: tuple[str, ...], md_out: str | None, json_out: str | None, html_out: str | None) -> None:
+           phase: tuple[str, ...], export: str, md_out: str | None, json_out: str | None,
+           html_out: str | None) -> None:
     """Compare optimal plans, engine baselines and GPipe on MODEL and CLUSTER, with what-ifs."""
+    from partitioner.report.solving import Deadline
     from partitioner.report.whatif import parse_variations
 
+    deadline = Deadline(time_limit)
     inputs = (model_file, cluster_file)
     _check_outputs({"--md": md_out, "--json": json_out, "--html": html_out}, inputs)
+    _check_target(export)
     M_list = parse_Ms(Ms)
     variations = parse_variations(without=without, with_=with_, link=link, regime=regime, phase=phase)
-    rep = _build(model_file, cluster_file, M_list, plan_M, objective, base_regime, solver, order,
-                 time_limit, pareto_max_M, variations)
+    rep = _build(model_file, cluster_file, Ms=M_list, plan_M=plan_M, objective=objective, base_regime=base_regime,
+                 solver=solver, order=order, deadline=deadline, pareto_max_M=pareto_max_M, variations=variations,
+                 export=export, charts=html_out is not None)
     _show(rep, md_out, json_out, html_out, inputs)
 
 
-def _build(model_file: str, cluster_file: str, Ms: tuple[int, ...], plan_M: int, objective: str,
-           base_regime: str, solver: str, order: str | None, time_limit: float | None, pareto_max_M: int,
-           variations: Any) -> Any:
-    from partitioner.api import build_problem, solve_problem
+def _check_target(target: str) -> None:
+    from partitioner.errors import InputError
+    from partitioner.export import TARGETS
+
+    if target not in TARGETS:
+        raise InputError(f"--export {target!r}: unknown target; valid targets: {', '.join(TARGETS)}")
+
+
+def _progress(deadline: Any) -> Any:
+    """Print each step on stderr once the report has run for more than a second."""
+
+    def say(what: str) -> None:
+        t = deadline.elapsed()
+        if t > 1.0:
+            left = "" if deadline.seconds is None else f" of {deadline.seconds:g} s"
+            click.echo(f"  report {t:5.1f}s{left}: {what}", err=True)
+
+    return say
+
+
+def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: int, objective: str,
+           base_regime: str, solver: str, order: str | None, deadline: Any, pareto_max_M: int,
+           variations: Any, export: str, charts: bool) -> Any:
+    from partitioner.api import build_problem
     from partitioner.models import load_cluster, load_model
     from partitioner.report.build import build_report
+    from partitioner.report.headline import engine_command
     from partitioner.report.pareto import pareto_Ms
+    from partitioner.report.serving import workload_of
+    from partitioner.report.solving import CHARTS_S, RESERVE_S, Solves
     from partitioner.report.whatif import prepare, run
 
     model, cluster = load_model(model_file), load_cluster(cluster_file)
-    problem = build_problem(model, cluster, M=plan_M, regime=base_regime, objective=objective, order=order,
-                            time_limit_s=time_limit)
+    problem = build_problem(model, cluster, M=plan_M, regime=base_regime, objective=objective, order=order)
     prepared = prepare(model, cluster, variations, base_regime)
+    progress = _progress(deadline)
+    reserve = RESERVE_S + (CHARTS_S if charts else 0.0)
+    solves = Solves(problem, solver, deadline, progress, reserve)
 
     def planner(m: Any, c: Any, regime: str) -> Any:
-        p = build_problem(m, c, M=plan_M, regime=regime, objective=objective, order=order, time_limit_s=time_limit)
-        return solve_problem(p, solver)
+        if m is model and c is cluster:  # a --regime what-if: same tables, shared memo
+            return solves.plan(regime=regime)
+        p = build_problem(m, c, M=plan_M, regime=regime, objective=objective, order=order)
+        return Solves(p, solver, deadline, progress, reserve).plan()
 
     return build_report(
         problem, Ms=Ms, solver=solver, base=objective, pareto_Ms=pareto_Ms(pareto_max_M),
         cluster=getattr(cluster, "name", "") or Path(cluster_file).stem,
         whatif=(lambda base: run(prepared, base, base_regime, planner)) if prepared else None,
+        deadline=deadline, progress=progress, workload=workload_of(model), commands=engine_command(export),
+        solves=solves,
     )
 
 
@@ -126,7 +164,7 @@ def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | No
 
     from partitioner.report.render_text import render_text
 
-    render_text(rep, console=Console(width=200))
+    render_text(rep, console=Console(highlight=False))  # the terminal's width (80 when piped)
     if md_out:
         from partitioner.report.render_md import render_md
 

@@ -1,7 +1,9 @@
 """`partition report`: compare optimal plans, engine baselines and GPipe; what-ifs; outputs.
 
-`build_report(problem, ...) -> Report` collects the numbers (`compare`, `pareto`, `whatif`);
-`render_text`, `render_md`, `render_json` and `render_html` only render them.
+`build_report(problem, ...) -> Report` collects the numbers (`compare`, `pareto`, `whatif`,
+`headline`), solving each distinct problem once within one budget (`solving`); tokens/s come
+from one helper (`serving.serving_numbers`). `render_text`, `render_md`, `render_json` and
+`render_html` only render them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from partitioner.report.pareto import PARETO_MS, frontier
 from partitioner.report.render_json import render_json, report_dict
 from partitioner.report.render_md import render_md
 from partitioner.report.render_text import render_text
+from partitioner.report.serving import Workload, serving_numbers
+from partitioner.report.solving import Deadline, Solves
 from partitioner.report.whatif import Variation, parse_variation, parse_variations
 
 __all__ = [
@@ -33,6 +37,10 @@ __all__ = [
     "Report",
     "WhatIf",
     "Variation",
+    "Deadline",
+    "Solves",
+    "Workload",
+    "serving_numbers",
     "build_report",
     "compare_plans",
     "frontier",

@@ -7,7 +7,7 @@ Prop 1, §9, Errors 1) with the same formulas, names and validation, so each out
 
 from __future__ import annotations
 
-__all__ = ["CSS", "CALCULATOR_JS", "CALC_KEYS"]
+__all__ = ["CSS", "CALCULATOR_JS", "CALC_KEYS", "CALC_UNITS"]
 
 CALC_KEYS: tuple[str, ...] = (
     "S", "M", "rho", "tau_max", "sigma_max", "sigma", "T_free", "T_async", "T_block", "T_gpipe",
@@ -16,32 +16,57 @@ CALC_KEYS: tuple[str, ...] = (
     "asymptotic_throughput_async", "asymptotic_throughput_blocking", "crossover_batches",
     "bubble_fraction", "first_latency",
 )
+# how each output is shown: "ms" (seconds x 1e3), "/s", "%" or "" (as is); data-value stays SI
+CALC_UNITS: dict[str, str] = {
+    **dict.fromkeys(("tau_max", "sigma_max", "sigma", "T_free", "T_async", "T_block", "T_gpipe", "T_real", "homogeneity_bias", "full_bias", "slack", "overlap_gap", "effective_slope", "first_latency"), "ms"),
+    "asymptotic_throughput_async": "/s", "asymptotic_throughput_blocking": "/s",
+    "gpipe_error": "%", "bubble_fraction": "%",
+}
 
 CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em; color: #222; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; padding: 1em 1.5em;
+       max-width: 1400px; color: #222; line-height: 1.4; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.85em; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.85em; max-width: 100%; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; vertical-align: top; }
+td { overflow-wrap: anywhere; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 th { background: #f3f3f3; }
 .note { color: #555; font-size: 0.85em; }
 .bad { color: #b00; font-weight: bold; }
-.chart svg { max-width: 100%; height: auto; }
-#calc label { display: inline-block; min-width: 3em; }
-#calc input { font-family: monospace; width: 28em; margin: 2px 0; }
-#calc-error { color: #b00; min-height: 1.2em; }
+td.bad { background: #fdecec; }
+#headline { border: 1px solid #bbb; border-radius: 6px; padding: 0.4em 1em; background: #f8faff; }
+#headline ul { margin: 0.3em 0; padding-left: 1.2em; }
+#headline li { margin: 0.15em 0; }
+#headline .big { font-size: 1.15em; font-weight: 600; }
+pre.command { background: #f4f4f4; border: 1px solid #ddd; padding: 0.5em; font-size: 0.85em;
+              white-space: pre-wrap; overflow-wrap: anywhere; }
+.chart svg { width: 100%; max-width: 960px; height: auto; display: block; }
+.chart svg text { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
+#calc label { display: inline-block; min-width: 6em; }
+#calc input { font-family: monospace; width: 28em; max-width: 100%; margin: 2px 0; }
+#calc-error { color: #b00; min-height: 1.2em; font-weight: bold; }
+#calc-out td.num { white-space: normal; text-align: left; }
+@media (max-width: 1000px) {
+  body { padding: 0.5em 0.8em; }
+  table { font-size: 0.78em; }
+  td.num { white-space: normal; }
+  th, td { padding: 2px 3px; }
+}
 """
 
 CALCULATOR_JS = r"""
 (function () {
   "use strict";
   function fail(msg) { throw new Error(msg); }
+  // inputs are in milliseconds (as shown); the formulas run in seconds, like partition analyze
   function numbers(name, text) {
     var parts = text.split(",").map(function (s) { return s.trim(); }).filter(function (s) { return s !== ""; });
     return parts.map(function (s, i) {
       var x = Number(s);
-      if (!isFinite(x) || x < 0) fail(name + "[" + i + "] must be finite and >= 0 (got " + JSON.stringify(s) + ")");
-      return x;
+      if (!isFinite(x) || x < 0) fail(name + "[" + i + "] must be finite and >= 0 ms (got " + JSON.stringify(s) + ")");
+      return x / 1000;
     });
   }
   function sum(a) { return a.reduce(function (x, y) { return x + y; }, 0); }
@@ -84,10 +109,13 @@ CALCULATOR_JS = r"""
       first_latency: first
     };
   }
-  function show(v) {
+  function show(v, unit) {
     if (v === null) return "-";
     if (typeof v === "boolean") return v ? "yes" : "no";
-    if (Array.isArray(v)) return v.length ? v.map(show).join(", ") : "none";
+    if (Array.isArray(v)) return v.length ? v.map(function (x) { return show(x, unit); }).join(", ") : "none";
+    if (unit === "ms") return Number((v * 1000).toPrecision(5)).toString() + " ms";
+    if (unit === "%") return Number((v * 100).toPrecision(4)).toString() + " %";
+    if (unit === "/s") return Number(v.toPrecision(5)).toString() + " /s";
     if (Number.isInteger(v)) return String(v);
     return Number(v.toPrecision(6)).toString();
   }
@@ -97,14 +125,19 @@ CALCULATOR_JS = r"""
     try {
       var tau = numbers("tau", document.getElementById("calc-tau").value);
       var d = numbers("d", document.getElementById("calc-d").value);
-      var Mtext = document.getElementById("calc-M").value.trim();
-      var M = /^[0-9]+$/.test(Mtext) ? parseInt(Mtext, 10) : NaN;
-      var rho = Number(document.getElementById("calc-rho").value);
+      if (d.length === 0 && tau.length > 1) d = tau.slice(1).map(function () { return 0; });  // CLI default: zeros
+      var Mtext = document.getElementById("calc-M").value.trim() || "1";                       // CLI default: 1
+      if (!/^[0-9]+$/.test(Mtext) || parseInt(Mtext, 10) < 1)
+        fail("M must be a whole number of micro-batches >= 1 (got " + JSON.stringify(Mtext) + ")");
+      var M = parseInt(Mtext, 10);
+      var rhoText = document.getElementById("calc-rho").value.trim() || "1";                  // CLI default: 1
+      var rho = Number(rhoText);
+      if (!isFinite(rho)) fail("rho must be a number in [0, 1] (got " + JSON.stringify(rhoText) + ")");
       var a = analyze(tau, d, M, rho);
       err.textContent = "";
       cells.forEach(function (c) {
         var v = a[c.getAttribute("data-calc")];
-        c.textContent = show(v);
+        c.textContent = show(v, c.getAttribute("data-unit"));
         c.setAttribute("data-value", JSON.stringify(v));
       });
     } catch (e) {

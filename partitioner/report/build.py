@@ -1,16 +1,19 @@
 """Assemble a `Report`: solve every objective and baseline on one problem, sweep the Pareto
-frontier, and attach the what-if diffs. Solving goes through `partitioner.api.solve_problem`.
+frontier, attach the what-if diffs and the headline. Every solve goes through one memo
+(`solving.Solves`), so each distinct problem is solved once within the report's budget.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 
-from partitioner.errors import InputError, PartitionerError
+from partitioner.errors import InputError
 from partitioner.problem import Problem
 from partitioner.report.compare import DEFAULT_MS, OPTIMAL, PlanRow, Report, WhatIf, infeasible_row, plan_row
+from partitioner.report.headline import Commands, headline
 from partitioner.report.pareto import PARETO_MS, frontier, sweep
+from partitioner.report.serving import Workload
+from partitioner.report.solving import Deadline, Progress, Solves
 from partitioner.result import Plan
 from partitioner.solvers import BASELINES
 
@@ -37,24 +40,26 @@ def _check_Ms(Ms: Sequence[int]) -> tuple[int, ...]:
 
 def compare_plans(
     problem: Problem,
+    *,
     Ms: Sequence[int] = DEFAULT_MS,
     solver: str = "auto",
     baselines: Sequence[str] = BASELINES,
     objectives: Sequence[str] = OPTIMAL,
+    solves: Solves | None = None,
+    workload: Workload | None = None,
 ) -> tuple[PlanRow, ...]:
     """The optimal plan of each objective (infeasibility propagates: nothing fits), then each
     baseline (a baseline that fails or breaks memory becomes an infeasible row, never hidden)."""
     Ms = _check_Ms(Ms)
-    solve = solver_for(solver)
-    rows = [plan_row(obj, "optimal", solve(dataclasses.replace(problem, objective=obj)), Ms)
-            for obj in objectives]
+    solves = solves or Solves(problem, solver)
+    # balanced first: its exact tau* bounds the others where the DP does not apply
+    order = sorted(objectives, key=lambda o: o != "balanced")
+    plans = {obj: solves.plan(obj) for obj in order}
+    rows = [plan_row(obj, "optimal", plans[obj], Ms, workload) for obj in objectives]
     for name in baselines:
-        try:
-            plan = solver_for(name)(problem)
-        except PartitionerError as exc:
-            rows.append(infeasible_row(name, "baseline", str(exc)))
-            continue
-        rows.append(plan_row(name, "baseline", plan, Ms))
+        plan = solves.baseline(name)
+        rows.append(infeasible_row(name, "baseline", plan) if isinstance(plan, str)
+                    else plan_row(name, "baseline", plan, Ms, workload))
     return tuple(rows)
 
 
@@ -68,13 +73,25 @@ def build_report(
     pareto_Ms: Sequence[int] = PARETO_MS,
     cluster: str = "",
     whatif: WhatIfRunner | None = None,
+    deadline: Deadline | None = None,
+    progress: Progress | None = None,
+    workload: Workload | None = None,
+    commands: Commands | None = None,
+    solves: Solves | None = None,
 ) -> Report:
-    """Everything `partition report` shows, for `problem` (its M is the M plans optimise)."""
+    """Everything `partition report` shows, for `problem` (its M is the M plans optimise).
+
+    `deadline` bounds the whole report (`solving`); `workload` gives tokens/s (`serving`);
+    `commands(plan)` returns the engine command lines of the base plan for the headline; `solves`
+    (a memo on `problem`) lets the caller share solves with its what-ifs."""
     if base not in OPTIMAL:
         raise InputError(f"base objective must be one of {', '.join(OPTIMAL)} (got {base!r})")
-    rows = compare_plans(problem, Ms, solver, baselines, OPTIMAL)
+    solves = solves or Solves(problem, solver, deadline, progress)
+    rows = compare_plans(problem, Ms=Ms, solver=solver, baselines=baselines, objectives=OPTIMAL, solves=solves,
+                         workload=workload)
     base_row = next(r for r in rows if r.name == base)
-    points = sweep(problem, _check_Ms(list(pareto_Ms)), solver_for(solver))
+    points = sweep(problem, _check_Ms(list(pareto_Ms)), lambda q: solves.plan("makespan", q.M))
+    base_plan = solves.plan(base)
     return Report(
         model=problem.tables.model_name,
         cluster=cluster,
@@ -85,4 +102,6 @@ def build_report(
         rows=rows,
         pareto=frontier(points),
         whatifs=whatif(base_row) if whatif is not None else (),
+        headline=headline(rows, base, int(problem.M), problem.regime, commands(base_plan) if commands else None),
+        solves=solves.calls,
     )

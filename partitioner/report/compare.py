@@ -13,9 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from partitioner.report.serving import Workload, serving_numbers
 from partitioner.result import Plan
+
+if TYPE_CHECKING:
+    from partitioner.report.headline import Headline
 
 __all__ = [
     "DEFAULT_MS",
@@ -94,6 +98,13 @@ class PlanMetrics:
     violations: tuple[LinkViolation, ...]
     memory: tuple[DeviceMemory, ...]
     by_M: tuple[MakespanAt, ...]
+    decoder_layers: tuple[int, ...] = ()  # per stage, as engines count them
+    ends: tuple[str, ...] = ()  # per stage: "embed", "head", "embed+head" or ""
+    tokens_per_s: float = 0.0  # `serving.serving_numbers`
+    tpot_s: float | None = None
+    ttft_s: float | None = None
+    tokens_unit: str = "tokens/s"
+    serving_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,14 @@ class PlanRow:
     solver: str
     optimal: bool
     metrics: PlanMetrics | None  # None when the solver produced no plan at all
+    lower_bound: float = 0.0  # on the first objective component (== it when optimal)
+    objective_value: float = 0.0  # that first component (tau_max, the period or T(M))
+
+    @property
+    def gap(self) -> float:
+        """(value - lower bound) / value: 0 when proven optimal."""
+        v = self.objective_value
+        return max(0.0, (v - self.lower_bound) / v) if v > 0 and not self.optimal else 0.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +139,7 @@ class ParetoPoint:
     tau_max: float
     devices: tuple[str, ...]
     layers: tuple[tuple[int, int], ...]
+    optimal: bool = True  # False: the best plan found within the budget (see its lower bound)
 
 
 @dataclass(frozen=True)
@@ -137,6 +157,9 @@ class WhatIf:
     d_first_latency: float | None
     T: tuple[tuple[int, float, float], ...]  # (M, T_new, relative change) in the variation's regime
     devices: tuple[str, ...]
+    tokens_per_s: float | None = None
+    tokens_unit: str = "tokens/s"
+    comparable: bool = True  # False: another phase; shown as its own plan, no relative changes
 
 
 @dataclass(frozen=True)
@@ -152,6 +175,8 @@ class Report:
     rows: tuple[PlanRow, ...]
     pareto: tuple[ParetoPoint, ...]
     whatifs: tuple[WhatIf, ...]
+    headline: Headline | None = None
+    solves: int = 0  # distinct solver runs behind this report
 
     def row(self, name: str) -> PlanRow:
         for r in self.rows:
@@ -180,10 +205,15 @@ def _violations(plan: Plan) -> tuple[LinkViolation, ...]:
     )
 
 
-def plan_metrics(plan: Plan, Ms: Sequence[int]) -> PlanMetrics:
-    """Collect a plan's numbers: Plan's closed forms plus `analyze` (issue 2) at each M."""
+def _ends(st: Any) -> str:
+    return "+".join(k for k, on in (("embed", st.embed), ("head", st.head)) if on)
+
+
+def plan_metrics(plan: Plan, Ms: Sequence[int], workload: Workload | None = None) -> PlanMetrics:
+    """Collect a plan's numbers: Plan's closed forms, `analyze` at each M, tokens/s (`serving`)."""
     a = plan.analysis(M=plan.M)
     fbl = a.first_binding_link
+    sv = serving_numbers(plan, workload or Workload())
     return PlanMetrics(
         devices=tuple(st.device for st in plan.stages),
         layers=tuple((st.start, st.end) for st in plan.stages),
@@ -201,10 +231,17 @@ def plan_metrics(plan: Plan, Ms: Sequence[int]) -> PlanMetrics:
         violations=_violations(plan),
         memory=tuple(DeviceMemory(st.device, st.memory_gb, st.capacity_gb) for st in plan.stages),
         by_M=_by_M(plan, Ms),
+        decoder_layers=tuple(st.decoder_layers for st in plan.stages),
+        ends=tuple(_ends(st) for st in plan.stages),
+        tokens_per_s=sv.tokens_per_s,
+        tpot_s=sv.tpot_s,
+        ttft_s=sv.ttft_s,
+        tokens_unit=sv.unit,
+        serving_source=sv.source,
     )
 
 
-def plan_row(name: str, kind: str, plan: Plan, Ms: Sequence[int]) -> PlanRow:
+def plan_row(name: str, kind: str, plan: Plan, Ms: Sequence[int], workload: Workload | None = None) -> PlanRow:
     """A row for a plan the solver returned (a baseline may be infeasible: never repaired)."""
     reason = plan.reason
     if not plan.feasible and not reason:
@@ -219,7 +256,9 @@ def plan_row(name: str, kind: str, plan: Plan, Ms: Sequence[int]) -> PlanRow:
         reason=reason,
         solver=plan.solver,
         optimal=plan.optimal,
-        metrics=plan_metrics(plan, Ms),
+        metrics=plan_metrics(plan, Ms, workload),
+        lower_bound=plan.lower_bound,
+        objective_value=plan.objective_value[0] if plan.objective_value else 0.0,
     )
 
 

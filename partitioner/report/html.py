@@ -10,23 +10,65 @@ carry `data-calc="KEY"` with `KEY` an `Analysis` field of `partitioner.analysis.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from html import escape
 
-from partitioner.report.assets import CALC_KEYS, CALCULATOR_JS, CSS
+from partitioner.report.assets import CALC_KEYS, CALC_UNITS, CALCULATOR_JS, CSS
 from partitioner.report.compare import Report
+from partitioner.report.headview import headline_lines
 from partitioner.report.render_json import REPORT_FORMAT, report_dict
 from partitioner.report.tables import Cell, Table, report_tables
 
-__all__ = ["GANTT_MAX_M", "render_html"]
+__all__ = ["GANTT_MAX_M", "CHARTS", "render_html"]
 
 GANTT_MAX_M = 8  # the Gantt chart shows at most this many micro-batches
+COMMAND_OPEN_LINES = 16  # a longer engine command starts folded (click to open)
+
+
+def _attrs(c: Cell) -> str:
+    return (f'data-key="{escape(c.key or "")}" data-value="{c.value!r}" data-unit="{escape(c.unit)}" '
+            f'data-scale="{c.scale!r}"')
 
 
 def _cell(c: Cell) -> str:
+    cls = f' class="{c.cls}"' if c.cls else ""
     if c.key is None:
-        return f"<td>{escape(c.text)}</td>"
-    return (f'<td class="num" data-key="{escape(c.key)}" data-value="{c.value!r}" '
-            f'data-unit="{escape(c.unit)}">{escape(c.text)}</td>')
+        return f"<td{cls}>{escape(c.text)}</td>"
+    classes = " ".join(x for x in ("num", c.cls) if x)
+    return f'<td class="{classes}" {_attrs(c)}>{escape(c.text)}</td>'
+
+
+def _span(part: str | Cell) -> str:
+    if isinstance(part, str):
+        return escape(part)
+    cls = f' class="{part.cls}"' if part.cls else ""
+    if part.key is None:
+        return f"<span{cls}>{escape(part.text)}</span>"
+    return f"<span{cls} {_attrs(part)}>{escape(part.text)}</span>"
+
+
+def _headline(report: Report) -> str:
+    lines = headline_lines(report)
+    if not lines:
+        return ""
+    items = []
+    for i, line in enumerate(lines):
+        body = "".join(_span(p) for p in line.parts)
+        sub = "".join(f"<li>{''.join(_span(p) for p in s)}</li>" for s in line.sub)
+        cls = ' class="big"' if i < 2 else ""
+        items.append(f"<li><b>{escape(line.label)}:</b> <span{cls}>{body}</span>" + (f"<ul>{sub}</ul>" if sub else "")
+                     + "</li>")
+    h = report.headline
+    cmd = ""
+    if h is not None and h.command is not None and h.command.text:
+        notes = "".join(f'<li class="note">{escape(n)}</li>' for n in h.command.notes)
+        n = len(h.command.text.splitlines())
+        cmd = (f'<details{" open" if n <= COMMAND_OPEN_LINES else ""}><summary><b>Run it</b> with '
+               f"{escape(h.command.target)} (<code>partition export {escape(h.command.target)}</code>, {n} lines)"
+               f'</summary>\n<pre class="command">{escape(h.command.text)}</pre>' + (f"<ul>{notes}</ul>" if notes else "")
+               + "</details>")
+    return f'<section id="headline"><h2>The plan in brief</h2>\n<ul>{"".join(items)}</ul>\n{cmd}</section>'
+
 
 
 def _table(t: Table) -> str:
@@ -37,37 +79,84 @@ def _table(t: Table) -> str:
     return f'<section id="table-{t.name}"><h2>{escape(t.title)}</h2>\n{inner}\n{note}</section>'
 
 
-def _charts(report: Report) -> str:
+def _stages(report: Report) -> str | None:
     from partitioner.report import charts
 
     base = report.row(report.base)
-    parts = [("chart-makespan", "T(M) against M", charts.makespan_chart(report))]
-    if base.metrics is not None:
-        parts.append(("chart-stages", f"Stages of the base plan ({report.base})", charts.stage_chart(base)))
-        M = min(report.plan_M, GANTT_MAX_M)
-        parts.append(("chart-gantt", "Schedule of the first micro-batches (simulator)",
-                      charts.gantt_chart(base, report.regime, M)))
-    parts.append(("chart-pareto", "Pareto frontier", charts.pareto_chart(report)))
-    return "\n".join(f'<section id="{i}" class="chart"><h2>{escape(t)}</h2>\n{s}\n</section>'
-                     for i, t, s in parts)
+    return charts.stage_chart(base) if base.metrics is not None else None
+
+
+def _gantt(report: Report) -> str | None:
+    from partitioner.report import charts
+
+    base = report.row(report.base)
+    if base.metrics is None:
+        return None
+    return charts.gantt_chart(base, report.regime, min(report.plan_M, GANTT_MAX_M))
+
+
+def _makespan(report: Report) -> str | None:
+    from partitioner.report import charts
+
+    return charts.makespan_chart(report)
+
+
+def _pareto(report: Report) -> str | None:
+    from partitioner.report import charts
+
+    return charts.pareto_chart(report)
+
+
+# (section id, title, caption, chart function): one more chart is one more entry here
+CHARTS: list[tuple[str, str, str, Callable[[Report], str | None]]] = [
+    ("chart-stages", "Stages of the base plan",
+     "Top: τ_s and its slack up to τ_max. Bottom, on its own scale: each link's d_s beside the slack of the "
+     "stage it leaves; a red link has d_s > τ_max − τ_s and sets the blocking period (Cor 4).", _stages),
+    ("chart-makespan", "T(M) against M",
+     "T(M)/M for every compared plan against M on a log axis: it starts at the first latency (M = 1) and falls to "
+     "the period 1/throughput; plans that do not fit are dashed; plans with equal T(M) share one line.",
+     _makespan),
+    ("chart-pareto", "Pareto frontier",
+     "Supported points minimise T(M) = latency + (M − 1)·period for some M; markers are the compared plans.",
+     _pareto),
+    ("chart-gantt", "Schedule of the first micro-batches (simulator)",
+     "Recurrences (1)/(2) simulated for the base plan.", _gantt),
+]
+
+
+def _charts(report: Report) -> str:
+    out = []
+    for ident, title, caption, draw in CHARTS:
+        chart = draw(report)
+        if chart is not None:
+            out.append(f'<section id="{ident}" class="chart"><h2>{escape(title)}</h2>\n'
+                       f'<p class="note">{escape(caption)}</p>\n{chart}\n</section>')
+    return "\n".join(out)
 
 
 def _calculator(report: Report) -> str:
     base = report.row(report.base).metrics
-    tau = ", ".join(repr(x) for x in base.tau) if base else "1"
-    d = ", ".join(repr(x) for x in base.d) if base else ""
-    rows = "\n".join(f'<tr><th>{k}</th><td class="num" data-calc="{k}"></td></tr>' for k in CALC_KEYS)
+    tau = ", ".join(_ms(x) for x in base.tau) if base else "1"
+    d = ", ".join(_ms(x) for x in base.d) if base else ""
+    rows = "\n".join(f'<tr><th>{k}</th><td class="num" data-calc="{k}" data-unit="{CALC_UNITS.get(k, "")}"></td></tr>'
+                     for k in CALC_KEYS)
     return f"""<section id="calc"><h2>Calculator: every quantity of <code>partition analyze</code></h2>
-<p class="note">Edit the stage times tau and link latencies d (seconds, comma-separated), M and rho;
-the table recomputes in the page with the closed forms of theory.md (Thms 1-3, Cors 1-5, Prop 1, §9).</p>
-<div><label for="calc-tau">tau</label> <input id="calc-tau" value="{escape(tau)}"></div>
-<div><label for="calc-d">d</label> <input id="calc-d" value="{escape(d)}"></div>
-<div><label for="calc-M">M</label> <input id="calc-M" value="{report.plan_M}"></div>
-<div><label for="calc-rho">rho</label> <input id="calc-rho" value="1"></div>
+<p class="note">Edit the stage times τ and link times d (milliseconds, comma-separated), M and ρ; the table
+recomputes in the page with the closed forms of theory.md (Thms 1-3, Cors 1-5, Prop 1, §9). As in
+<code>partition analyze</code>: empty d means zeros, empty M means 1, empty ρ means 1.</p>
+<div><label for="calc-tau">τ (ms)</label> <input id="calc-tau" value="{escape(tau)}"></div>
+<div><label for="calc-d">d (ms)</label> <input id="calc-d" value="{escape(d)}"></div>
+<div><label for="calc-M">M</label> <input id="calc-M" value="{report.plan_M}" inputmode="numeric"></div>
+<div><label for="calc-rho">ρ (0 to 1)</label> <input id="calc-rho" value="1"></div>
 <p id="calc-error"></p>
 <table id="calc-out"><tbody>
 {rows}
 </tbody></table></section>"""
+
+
+def _ms(seconds: float) -> str:
+    """Seconds as milliseconds rounded to 4 significant digits (the calculator's input unit)."""
+    return f"{seconds * 1e3:.4g}"
 
 
 def _json_script(report: Report) -> str:
@@ -75,10 +164,17 @@ def _json_script(report: Report) -> str:
     return f'<script type="application/json" id="report-json">{text}</script>'
 
 
+def _charts_and_tables(report: Report, tables: dict[str, str]) -> str:
+    """The plan table first, then the charts, then the detail tables (memory last)."""
+    first = ("plans", "layouts")
+    return "\n".join([*(tables[k] for k in first), _charts(report),
+                      *(v for k, v in tables.items() if k not in first)])
+
+
 def render_html(report: Report) -> str:
     """The whole page as one string (deterministic for a given report)."""
     title = f"Partition report: {report.model or 'model'} on {report.cluster or 'cluster'}"
-    tables = "\n".join(_table(t) for t in report_tables(report))
+    tables = {t.name: _table(t) for t in report_tables(report)}
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="generator" content="{REPORT_FORMAT}">
@@ -88,9 +184,9 @@ def render_html(report: Report) -> str:
 <body>
 <h1>{escape(title)}</h1>
 <p>Regime <b>{escape(report.regime)}</b>; plans optimised at M = {report.plan_M}; base plan
-<b>{escape(report.base)}</b>. Times in seconds per micro-batch.</p>
-{tables}
-{_charts(report)}
+<b>{escape(report.base)}</b>. Times per micro-batch; the JSON report (embedded below) has every number in SI units.</p>
+{_headline(report)}
+{_charts_and_tables(report, tables)}
 {_calculator(report)}
 {_json_script(report)}
 <script>{CALCULATOR_JS}</script>

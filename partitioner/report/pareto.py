@@ -37,6 +37,7 @@ def pareto_Ms(max_M: int) -> tuple[int, ...]:
 def _point(M: int, plan: Plan) -> ParetoPoint:
     return ParetoPoint(
         M=M,
+        optimal=plan.optimal,
         throughput=plan.throughput,
         first_latency=plan.first_latency,
         tau_max=plan.tau_max,
@@ -46,13 +47,60 @@ def _point(M: int, plan: Plan) -> ParetoPoint:
 
 
 def sweep(problem: Problem, Ms: Sequence[int], solve: Solve) -> list[ParetoPoint]:
-    """argmin T(M) (objective `makespan`) for every M in `Ms`, in `problem`'s regime."""
-    points = []
-    for M in Ms:
-        plan = solve(dataclasses.replace(problem, M=int(M), objective="makespan"))
-        if plan.feasible:
-            points.append(_point(int(M), plan))
-    return points
+    """argmin T(M) (objective `makespan`) for every M in `Ms`, in `problem`'s regime.
+
+    T(M) = latency + (M - 1) period for every plan (Thm 2 / Thm 3: sum sigma = sum tau + sum d),
+    linear in M, so the optimum over M is a concave lower envelope. Two consequences cut the
+    solves: a plan optimal at M_a and at M_b is optimal at every M between them (a solver that
+    returns another plan there returns one with the same period and latency); and between two
+    different optima a and b, a third plan can win somewhere only if it wins where a and b cross,
+    M_x = 1 + (lat_b - lat_a) / (period_a - period_b) (T_c - min(T_a, T_b) is convex with its
+    kink at M_x). So only the Ms of the grid nearest to each crossing are solved: about 2 per
+    pair of neighbouring optima instead of one per M. Unproven plans (a time limit) fall back
+    to bisection and nothing between them is inferred.
+    """
+    Ms = sorted(dict.fromkeys(int(M) for M in Ms))
+    plans: dict[int, Plan | None] = {}
+
+    def at(i: int) -> Plan | None:
+        if i not in plans:
+            plan = solve(dataclasses.replace(problem, M=Ms[i], objective="makespan"))
+            plans[i] = plan if plan.feasible else None
+        return plans[i]
+
+    def fill(i: int, j: int) -> None:
+        if j - i < 2:
+            return
+        a, b = at(i), at(j)
+        exact = a is not None and b is not None and a.optimal and b.optimal
+        if exact and _same(a, b):  # type: ignore[arg-type]
+            for k in range(i + 1, j):
+                plans[k] = a
+            return
+        k = _crossing(a, b, Ms, i, j) if exact else (i + j) // 2
+        at(k)
+        fill(i, k)
+        fill(k, j)
+
+    if Ms:
+        at(0)
+        at(len(Ms) - 1)
+        fill(0, len(Ms) - 1)
+    return [_point(Ms[i], p) for i, p in sorted(plans.items()) if p is not None]
+
+
+def _crossing(a: Plan | None, b: Plan | None, Ms: Sequence[int], i: int, j: int) -> int:
+    """The index in (i, j) of the grid M nearest below the crossing of T_a and T_b (else above)."""
+    assert a is not None and b is not None
+    dp = a.period - b.period
+    Mx = 1 + (b.first_latency - a.first_latency) / dp if dp > 0 else (Ms[i] + Ms[j]) / 2
+    below = [k for k in range(i + 1, j) if Ms[k] <= Mx]
+    return below[-1] if below else i + 1
+
+
+def _same(a: Plan, b: Plan) -> bool:
+    return not (_lt(a.throughput, b.throughput) or _lt(b.throughput, a.throughput)
+                or _lt(a.first_latency, b.first_latency) or _lt(b.first_latency, a.first_latency))
 
 
 def _le(a: float, b: float) -> bool:

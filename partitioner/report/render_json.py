@@ -46,13 +46,15 @@ def _row_dict(row: PlanRow) -> dict[str, Any]:
         "reason": row.reason,
         "solver": row.solver,
         "optimal": row.optimal,
+        "lower_bound": row.lower_bound,
+        "gap": row.gap,
     }
     return {**head, **_metrics_dict(row)}
 
 
 def _whatif_dict(w: WhatIf) -> dict[str, Any]:
     out = asdict(w)
-    out["T"] = {str(M): {"T": T, "change": ch} for M, T, ch in w.T}
+    out["T"] = {str(M): {"T": T, "change": ch if w.comparable else None} for M, T, ch in w.T}
     out["devices"] = list(w.devices)
     return out
 
@@ -73,7 +75,22 @@ def report_dict(report: Report) -> dict[str, Any]:
             for p in report.pareto
         ],
         "whatif": [_whatif_dict(w) for w in report.whatifs],
+        "headline": _headline_dict(report),
     }
+
+
+def _headline_dict(report: Report) -> dict[str, Any] | None:
+    h = report.headline
+    if h is None:
+        return None
+    out = asdict(h)
+    for key in ("devices", "decoder_layers", "ends"):
+        out[key] = list(out[key])
+    out["gains"] = {g.name: asdict(g) for g in h.gains}
+    out["link_fixes"] = [asdict(f) for f in h.link_fixes]
+    if h.command is not None:
+        out["command"] = {"target": h.command.target, "text": h.command.text, "notes": list(h.command.notes)}
+    return out
 
 
 def render_json(report: Report) -> str:

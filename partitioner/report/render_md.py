@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from partitioner.report.compare import Report
+from partitioner.report.headview import headline_lines, plain
 from partitioner.report.render_json import REPORT_FORMAT
 from partitioner.report.tables import Table, report_tables
 
@@ -16,13 +17,26 @@ def _escape(text: str) -> str:
 def _table(t: Table) -> list[str]:
     lines = [f"## {t.title}", ""]
     if not t.rows:
-        return lines + ["(none)", ""]
+        return [*lines, "(none)", ""]
     lines.append("| " + " | ".join(_escape(c) for c in t.columns) + " |")
     lines.append("|" + "|".join("---" for _ in t.columns) + "|")
     lines += ["| " + " | ".join(_escape(c.text) for c in row) + " |" for row in t.rows]
     if t.note:
         lines += ["", f"_{t.note}_"]
-    return lines + [""]
+    return [*lines, ""]
+
+
+def _headline(report: Report) -> list[str]:
+    out = []
+    for line in headline_lines(report):
+        out.append(f"- **{line.label}:** {_escape(plain(line.parts))}".rstrip())
+        out += [f"  - {_escape(plain(sub))}" for sub in line.sub]
+    h = report.headline
+    if h is not None and h.command is not None and h.command.text:
+        out += ["", f"Run it with {h.command.target} (`partition export {h.command.target}`):", "", "```sh",
+                *h.command.text.splitlines(), "```"]
+        out += [f"- note: {_escape(n)}" for n in h.command.notes]
+    return [*out, ""] if out else []
 
 
 def render_md(report: Report) -> str:
@@ -35,6 +49,7 @@ def render_md(report: Report) -> str:
         f"T(M) shown for M = {', '.join(str(M) for M in report.Ms)}.",
         "",
     ]
+    lines += _headline(report)
     for t in report_tables(report):
         lines += _table(t)
     return "\n".join(lines).rstrip() + "\n"

@@ -1,23 +1,30 @@
-"""The report in the terminal: one rich table per section (`partition report`)."""
+"""The report in the terminal: the headline, then one rich table per section (`partition report`)."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from partitioner.report.compare import Report
+from partitioner.report.headview import headline_lines, plain
 from partitioner.report.tables import Table, report_tables
 
-__all__ = ["rich_tables", "render_text"]
+__all__ = ["rich_tables", "render_text", "headline_text"]
 
 
 def _rich(table: Table) -> Any:
+    from rich import box
     from rich.table import Table as RichTable
 
-    out = RichTable(title=table.title, caption=table.note or None, title_justify="left")
+    out = RichTable(title=table.title, caption=table.note or None, title_justify="left", caption_justify="left",
+                    box=box.SIMPLE_HEAD, pad_edge=False)
     for i, col in enumerate(table.columns):
-        out.add_column(col, justify="left" if i == 0 or col in ("devices", "stages", "engine") else "right")
+        numeric = bool(table.rows) and table.rows[0][i].key is not None
+        out.add_column(col, justify="right" if numeric else "left", no_wrap=numeric or i == 0,
+                       min_width=min(12, max(len(str(r[0].text)) for r in table.rows)) if i == 0 and table.rows else None,
+                       overflow="fold")
     for row in table.rows:
-        out.add_row(*[c.text for c in row])
+        out.add_row(*[f"[bold red]{c.text}[/]" if c.cls == "bad" else c.text for c in row])
     return out
 
 
@@ -26,26 +33,38 @@ def rich_tables(report: Report) -> list[Any]:
     return [_rich(t) for t in report_tables(report) if t.rows]
 
 
+def headline_text(report: Report) -> list[str]:
+    """The headline block as plain lines (the engine command indented under it)."""
+    out = []
+    for line in headline_lines(report):
+        out.append(f"{line.label}: {plain(line.parts)}".rstrip())
+        out += [f"  - {plain(sub)}" for sub in line.sub]
+    h = report.headline
+    if h is not None and h.command is not None and h.command.text:
+        out.append(f"Command ({h.command.target}, from `partition export`):")
+        out += [f"    {x}" for x in h.command.text.splitlines()]
+        out += [f"  note: {n}" for n in h.command.notes]
+    return out
+
+
+def _print(c: Any, report: Report) -> None:
+    from rich.markup import escape
+
+    c.print(f"[bold]partition report: {escape(report.model or 'model')} on {escape(report.cluster or 'cluster')}[/]")
+    for line in headline_text(report):
+        c.print(escape(line), soft_wrap=False, overflow="fold")
+    for t in rich_tables(report):
+        c.print(t)
+
+
 def render_text(report: Report, console: Any = None, width: int = 160) -> str:
     """Print to `console` (a rich Console) or, without one, return the plain text."""
     from rich.console import Console
 
-    head = f"partition report: {report.model or 'model'} on {report.cluster or 'cluster'}"
     if console is not None:
-        console.print(head)
-        for t in rich_tables(report):
-            console.print(t)
+        _print(console, report)
         return ""
-    c = Console(width=width, record=True, file=_Null(), color_system=None)
-    c.print(head)
-    for t in rich_tables(report):
-        c.print(t)
+    c = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    _print(c, report)
     return c.export_text()
 
-
-class _Null:
-    def write(self, _: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        return None

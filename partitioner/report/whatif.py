@@ -1,6 +1,6 @@
 """What-if variations: parse them, apply them to the model/cluster, re-plan, diff with the base.
 
-Syntax (issue 5):
+Syntax:
     --without DEVICE                     drop a device from the cluster
     --with GPU_ID@NODE                   add a GPU of preset GPU_ID on node NODE
     --link A:B=latency_ms,bandwidth_gb_s set the link between devices (or nodes) A and B
@@ -8,7 +8,9 @@ Syntax (issue 5):
     --phase decode|prefill               re-plan the model in another phase
 Each variation is re-planned with the base objective at the base M and reported as the
 relative change of throughput (1 / period, Prop 1) and first-micro-batch latency
-(sum tau + sum d, Thm 2 at M = 1), and of T(M) at every M of the report.
+(sum tau + sum d, Thm 2 at M = 1), and of T(M) at every M of the report. A phase change is
+other work per micro-batch, so it is reported as its own plan (tokens/s, latency), not as a
+change.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import REGIMES
 from partitioner.report.compare import PlanRow, WhatIf
+from partitioner.report.serving import Workload, serving_numbers, workload_of
 from partitioner.result import Plan
 
 __all__ = ["PHASES", "Variation", "parse_variation", "parse_variations", "apply", "prepare", "diff", "run"]
@@ -120,13 +123,22 @@ def _rel(new: float, old: float) -> float:
     return (new - old) / old if old else 0.0
 
 
-def diff(v: Variation, base: PlanRow, base_regime: str, plan: Plan | None, reason: str = "") -> WhatIf:
-    """Compare a re-planned variation with the base row (relative changes; positive = increase)."""
+def diff(v: Variation, base: PlanRow, base_regime: str, plan: Plan | None, *, reason: str = "",
+         workload: Workload | None = None) -> WhatIf:
+    """Compare a re-planned variation with the base row (relative changes; positive = increase).
+
+    A phase change is not compared: a prefill micro-batch and a decode micro-batch are different
+    work, so its row shows the new plan's own numbers and no relative change."""
     bm = base.metrics
     if plan is None or not plan.feasible or bm is None:
         why = reason or (plan.reason if plan is not None else "") or "no feasible plan"
         return WhatIf(v.name, v.kind, v.text, False, why, None, None, None, None, (), ())
+    sv = serving_numbers(plan, workload or Workload())
     base_T = {x.M: (x.T_async if base_regime == "async" else x.T_block) for x in bm.by_M}
+    if v.kind == "phase":
+        return WhatIf(v.name, v.kind, v.text, True, "", plan.throughput, plan.first_latency, None, None,
+                      tuple((M, _T(plan, M), 0.0) for M in base_T), tuple(st.device for st in plan.stages),
+                      sv.tokens_per_s, sv.unit, comparable=False)
     T = tuple((M, _T(plan, M), _rel(_T(plan, M), old)) for M, old in base_T.items())
     return WhatIf(
         name=v.name,
@@ -140,6 +152,8 @@ def diff(v: Variation, base: PlanRow, base_regime: str, plan: Plan | None, reaso
         d_first_latency=_rel(plan.first_latency, bm.first_latency),
         T=T,
         devices=tuple(st.device for st in plan.stages),
+        tokens_per_s=sv.tokens_per_s,
+        tokens_unit=sv.unit,
     )
 
 
@@ -163,5 +177,5 @@ def run(prepared: Sequence[Prepared], base: PlanRow, base_regime: str, planner: 
             reason = ""
         except InfeasibleError as exc:
             plan, reason = None, str(exc)
-        out.append(diff(v, base, base_regime, plan, reason))
+        out.append(diff(v, base, base_regime, plan, reason=reason, workload=workload_of(m) if m is not None else None))
     return tuple(out)
