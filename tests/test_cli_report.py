@@ -51,7 +51,7 @@ def test_end_to_end(outputs) -> None:
     assert "Pareto frontier" in result.output and "What-if" in result.output
     assert paths["md"].read_text().count("\n## ") == 8
     head = result.output[: result.output.index("Plans (")]
-    assert "Run:" in head and "tokens/s" in head and "Bottleneck:" in head and "export VLLM_PP_LAYER_PARTITION" in head
+    assert "Run:" in head and "tokens/s" in head and "Bottleneck:" in head and "VLLM_PP_LAYER_PARTITION=" in head
     assert data["headline"]["tokens_per_s"] == data["plans"]["balanced"]["tokens_per_s"]
     assert paths["html"].read_text().startswith("<!DOCTYPE html>")
 

@@ -52,10 +52,12 @@ def test_json_round_trip(report) -> None:
 def test_markdown(report) -> None:
     md = render_md(report)
     assert md.startswith(f"<!-- {REPORT_FORMAT} -->\n# Partition report: toy on toy-cluster")
-    # by hand (test_report_data): tau = (2, 2) s, sigma_max 5 s, first latency 7 s, M* 4.5; 1 sequence/micro-batch
-    assert "| balanced | ok | 2 | 0.5 | 2 s | 5 s | 7 s | 4.5 |" in md
+    # by hand (test_report_data): tau = (2, 2) s, sigma_max 5 s, first latency 7 s, M* 4.5; 1 sequence per
+    # micro-batch and K = 1 in flight, so the closed loop binds: P = max(K·2, 2 + 3 + 2 + d_ret 3) = 10 s -> 0.1/s
+    assert "| balanced | ok | 2 | 0.1 | 2 s | 5 s | 7 s | 4.5 |" in md
     assert "| memory | llama.cpp | layer 'l0' needs 9 GB \\| more than any device |" in md
-    assert "| --link A:B=1000,1 | 0.5 tokens/s | +0.0% | 5 s | -28.6% | -28.6% | -9.5% | B, A |" in md
+    # the 1 s link: P = 2 + 1 + 2 + d_ret 1 = 6 s -> 1/6 tokens/s, +66.7% over 0.1
+    assert "| --link A:B=1000,1 | 0.1667 tokens/s | +66.7% | 5 s | -28.6% | -28.6% | -9.5% | B, A |" in md
     assert "Supported points only" in md
     head = md[: md.index("## Plans")]
     assert "- **Run:** B (1) → A (2)" in head  # B: 1 layer (2 s), A: 2 layers (2 s)
@@ -71,7 +73,7 @@ def test_phase_whatif_is_its_own_plan(report) -> None:
     assert w.d_throughput is None and not w.comparable
     rep = dataclasses.replace(report, whatifs=(w,))
     md = render_md(rep)
-    assert "| --phase prefill | 0.5 tokens/s | other phase |" in md
+    assert "| --phase prefill | 0.1667 tokens/s | other phase |" in md
     data = json.loads(render_json(rep))
     assert data["whatif"][0]["d_throughput"] is None and data["whatif"][0]["T"]["8"]["change"] is None
 

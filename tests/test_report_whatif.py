@@ -72,7 +72,8 @@ def test_diff_by_hand() -> None:
     # A faster link: same split, d 3 -> 1: latency 7 -> 5, period 2 unchanged; T(8) 21 -> 19.
     w = diff(parse_variation("link", "A:B=1000,1"), base, "async", _plan(1.0))
     assert w.feasible and w.throughput == 0.5 and w.first_latency == 5.0
-    assert w.d_throughput == 0.0 and w.d_first_latency == pytest.approx((5 - 7) / 7)
+    # tokens/s in the closed loop (K = 1, B = 1): round trip 2 + 3 + 2 + d_ret 3 = 10 s -> 2 + 1 + 2 + 1 = 6 s
+    assert w.d_throughput == pytest.approx((1 / 6 - 1 / 10) / (1 / 10)) and w.d_first_latency == pytest.approx((5 - 7) / 7)
     assert w.T == ((1, 5.0, pytest.approx(-2 / 7)), (8, 19.0, pytest.approx(-2 / 21)))
     # Blocking: the balanced plan still splits (tau_max 2), but T(8) = 7 + 7*5 = 42.
     wb = diff(parse_variation("regime", "blocking"), base, "async", _plan(3.0, regime="blocking"))

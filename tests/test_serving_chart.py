@@ -18,10 +18,10 @@ def _front(scale: float) -> list[dict]:
 def test_svg_has_both_axes_each_series_and_every_point():
     svg = serving_chart_svg({"serve": _front(10.0), "even (vLLM)": _front(6.0)})
     assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
-    for text in ("tokens/s per user (1 / TPOT)", "tokens/s per GPU", "serve", "even (vLLM)", "B=16×4"):
+    for text in ("tokens/s per user (1 / TPOT)", "tokens/s per GPU", "serve", "even (vLLM)", "B=16,K=4"):
         assert text in svg  # svg.fonttype none: labels stay text a reader (and a search) can find
     assert not re.search(r'(href|src)="https?://', svg) and "<image" not in svg  # nothing fetched
-    assert len(re.findall(r"B=\d+×4", svg)) == 10
+    assert len(re.findall(r"B=\d+,K=4", svg)) == 10
 
 
 def test_svg_is_deterministic():

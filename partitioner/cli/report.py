@@ -127,7 +127,7 @@ def _progress(deadline: Any) -> Any:
 def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: int, objective: str,
            base_regime: str, solver: str, order: str | None, deadline: Any, pareto_max_M: int,
            variations: Any, export: str, charts: bool) -> Any:
-    from partitioner.api import build_problem
+    from partitioner.api import build_problem, with_metadata
     from partitioner.models import load_cluster, load_model
     from partitioner.report.build import build_report
     from partitioner.report.headline import engine_command
@@ -149,13 +149,37 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
         p = build_problem(m, c, M=plan_M, regime=regime, objective=objective, order=order)
         return Solves(p, solver, deadline, progress, reserve).plan()
 
-    return build_report(
+    rep = build_report(
         problem, Ms=Ms, solver=solver, base=objective, pareto_Ms=pareto_Ms(pareto_max_M),
         cluster=getattr(cluster, "name", "") or Path(cluster_file).stem,
         whatif=(lambda base: run(prepared, base, base_regime, planner)) if prepared else None,
-        deadline=deadline, progress=progress, workload=workload_of(model), commands=engine_command(export),
+        deadline=deadline, progress=progress, workload=workload_of(model),
+        commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),
         solves=solves,
     )
+    return _with_serving(rep, model, cluster, base_regime, order, deadline, progress, reserve) if charts else rep
+
+
+def _with_serving(rep: Any, model: Any, cluster: Any, regime: str, order: str | None, deadline: Any,
+                  progress: Any, reserve: float) -> Any:
+    """`rep` with the serve objective's tokens/s-vs-TPOT frontier (partitioner.serving.search), searched
+    in what is left of the report's budget after `reserve` (skipped, and said, when under a second)."""
+    import dataclasses
+
+    from partitioner.api import serve_plan
+    from partitioner.errors import PartitionerError
+
+    left = deadline.left() - reserve
+    if left < 1.0:
+        progress("serving frontier skipped: the time limit leaves under a second for it")
+        return rep
+    progress("serving frontier: batch and in-flight search")
+    try:
+        served = serve_plan(model, cluster, regime=regime, order=order, time_limit_s=left)
+    except PartitionerError as exc:
+        progress(f"serving frontier skipped: {exc}")
+        return rep
+    return dataclasses.replace(rep, serve_frontier=served.frontier)
 
 
 def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | None,

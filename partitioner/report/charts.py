@@ -19,7 +19,7 @@ from partitioner.errors import InputError
 from partitioner.report.compare import PlanMetrics, PlanRow, Report
 from partitioner.report.units import fmt_time, time_unit
 
-__all__ = ["svg", "makespan_chart", "stage_chart", "gantt_chart", "pareto_chart", "FONT_PT"]
+__all__ = ["svg", "makespan_chart", "stage_chart", "gantt_chart", "pareto_chart", "FONT_PT", "inline_svg"]
 
 FONT_PT = 11  # SVG user units are pt: at 800 px (7.5 in + legend, ~700 pt) ~12 px, at 960 px ~15 px
 _HEAD = re.compile(r"^.*?(?=<svg)", re.S)
@@ -44,7 +44,12 @@ def svg(fig: Any) -> str:
     """The figure as an inline, responsive `<svg>` element (XML header, doctype and size removed)."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-    out = _META.sub("", _HEAD.sub("", buf.getvalue(), count=1)).strip()
+    return inline_svg(buf.getvalue())
+
+
+def inline_svg(document: str) -> str:
+    """An SVG document as an inline, responsive `<svg>` element (header, metadata and size removed)."""
+    out = _META.sub("", _HEAD.sub("", document, count=1)).strip()
     return _SIZE.sub(r'<svg\1 preserveAspectRatio="xMinYMin meet"', out, count=1)
 
 

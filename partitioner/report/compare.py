@@ -153,7 +153,7 @@ class WhatIf:
     reason: str
     throughput: float | None
     first_latency: float | None
-    d_throughput: float | None  # relative change, (new - base) / base
+    d_throughput: float | None  # relative change of tokens/s, (new - base) / base
     d_first_latency: float | None
     T: tuple[tuple[int, float, float], ...]  # (M, T_new, relative change) in the variation's regime
     devices: tuple[str, ...]
@@ -177,6 +177,7 @@ class Report:
     whatifs: tuple[WhatIf, ...]
     headline: Headline | None = None
     solves: int = 0  # distinct solver runs behind this report
+    serve_frontier: tuple[dict[str, Any], ...] = ()  # serve objective's tokens/s-vs-TPOT points (serving.search)
 
     def row(self, name: str) -> PlanRow:
         for r in self.rows:

@@ -101,6 +101,15 @@ def _makespan(report: Report) -> str | None:
     return charts.makespan_chart(report)
 
 
+def _serving(report: Report) -> str | None:
+    from partitioner.report.charts import inline_svg
+    from partitioner.report.serving_chart import serving_chart_svg
+
+    if not report.serve_frontier:
+        return None
+    return inline_svg(serving_chart_svg({"serve (best split per batch and in-flight count)": report.serve_frontier}))
+
+
 def _pareto(report: Report) -> str | None:
     from partitioner.report import charts
 
@@ -119,6 +128,10 @@ CHARTS: list[tuple[str, str, str, Callable[[Report], str | None]]] = [
     ("chart-pareto", "Pareto frontier",
      "Supported points minimise T(M) = latency + (M − 1)·period for some M; markers are the compared plans.",
      _pareto),
+    ("chart-serving", "Serving: decode tokens/s per GPU against tokens/s per user",
+     "The serve objective's Pareto frontier (closed-loop decode, KV capacity min over stages): each point is a "
+     "batch B and in-flight count K with its best split; further right is faster per user (1/TPOT), higher is "
+     "more throughput per GPU.", _serving),
     ("chart-gantt", "Schedule of the first micro-batches (simulator)",
      "Recurrences (1)/(2) simulated for the base plan.", _gantt),
 ]

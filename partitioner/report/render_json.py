@@ -76,6 +76,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         ],
         "whatif": [_whatif_dict(w) for w in report.whatifs],
         "headline": _headline_dict(report),
+        "serve_frontier": list(report.serve_frontier),
     }
 
 

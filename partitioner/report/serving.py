@@ -1,6 +1,6 @@
 """Tokens/s of a plan: the ONE place the report turns a plan into serving numbers.
 
-`serving_numbers(plan, workload)` uses the plan's serving model (`plan.serving`: tokens_per_s,
+`serving_numbers(plan, workload)` uses the plan's serving model for decode (`plan.serving`: tokens_per_s,
 tpot_s, ttft_s, binding; GUIDE "Decode (closed loop)": tokens/s = K·B/P with
 P = max(K·tau_max, sum tau + sum d + d_ret)) when the plan carries one. Without it, tokens/s is
 the workload's sequences per micro-batch times micro-batches/s (Prop 1: 1/period); a decode
@@ -64,7 +64,8 @@ def _get(obj: Any, key: str) -> Any:
 def serving_numbers(plan: Any, workload: Workload) -> Serving:
     """Tokens/s (and TPOT/TTFT when the serving model gives them) of `plan`."""
     s = getattr(plan, "serving", None)
-    if s is not None and _get(s, "tokens_per_s") is not None:
+    # the serving model is closed-loop decode; prefill micro-batches flow open-loop (Prop 1)
+    if s is not None and _get(s, "tokens_per_s") is not None and workload.phase != "prefill":
         tpot, ttft = _get(s, "tpot_s"), _get(s, "ttft_s")
         return Serving(float(_get(s, "tokens_per_s")), None if tpot is None else float(tpot),
                        None if ttft is None else float(ttft), str(_get(s, "binding") or ""),

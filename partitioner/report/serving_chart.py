@@ -30,7 +30,7 @@ def _xy(name: str, points: Sequence[Mapping[str, Any]]) -> tuple[list[float], li
             raise InputError(f"serving chart: series {name!r} point {i} lacks {', '.join(missing)}")
     pts = sorted(points, key=lambda p: float(p["tokens_per_s_per_user"]))
     return ([float(p["tokens_per_s_per_user"]) for p in pts], [float(p["tokens_per_s_per_gpu"]) for p in pts],
-            [f"B={p['batch']}×{p['in_flight']}" for p in pts])
+            [f"B={p['batch']},K={p['in_flight']}" for p in pts])
 
 
 def serving_chart_svg(
@@ -63,7 +63,7 @@ def serving_chart_svg(
         ax.grid(True, alpha=0.3)
         ax.set_xlim(left=0)
         ax.set_ylim(bottom=0)
-        ax.legend(loc="upper right", frameon=False)
+        ax.legend(loc="lower left", frameon=False)  # frontiers run from top left to bottom right
         fig.tight_layout()
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": "partitioner"})

@@ -232,7 +232,7 @@ def _pareto(report: Report) -> Table:
 
 
 def _whatifs(report: Report) -> Table:
-    cols = ["variation", "throughput", "change", "first latency", "change"]
+    cols = ["variation", "tokens/s", "change", "first latency", "change"]
     cols += [f"T({M}) change" for M in report.Ms] + ["devices"]
     rows = []
     for i, w in enumerate(report.whatifs):

@@ -148,7 +148,7 @@ def diff(v: Variation, base: PlanRow, base_regime: str, plan: Plan | None, *, re
         reason="",
         throughput=plan.throughput,
         first_latency=plan.first_latency,
-        d_throughput=_rel(plan.throughput, bm.throughput),
+        d_throughput=_rel(sv.tokens_per_s, bm.tokens_per_s) if bm.tokens_per_s > 0 else None,
         d_first_latency=_rel(plan.first_latency, bm.first_latency),
         T=T,
         devices=tuple(st.device for st in plan.stages),
