@@ -46,8 +46,13 @@ class StagePlan:
     memory_gb: float
     capacity_gb: float
     ordinal: int = 0  # position among the cluster's devices on the same node (listed order)
+    members: tuple[str, ...] = ()  # a tensor-parallel group's devices (partitioner.costs.groups)
+    tp: int = 1
 
     def to_dict(self) -> dict[str, Any]:
+        group: dict[str, Any] = {} if self.tp == 1 else {"devices": list(self.members), "tp": self.tp}
+        if self.tp > 1 and "+" in self.gpu:
+            group["note"] = "mixed GPU types: the group runs at its slowest member"
         return {
             "device": self.device,
             "gpu": self.gpu,
@@ -65,6 +70,7 @@ class StagePlan:
             "memory_gb": self.memory_gb,
             "capacity_gb": self.capacity_gb,
             "ordinal": self.ordinal,
+            **group,
         }
 
 
