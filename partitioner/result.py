@@ -94,6 +94,7 @@ class Plan:
     wall_time_s: float = 0.0
     serving: Serving | None = None  # closed-loop decode numbers (partitioner.serving.score)
     frontier: tuple[dict[str, Any], ...] = ()  # serve objective: Pareto points tokens/s vs TPOT
+    notes: tuple[str, ...] = ()  # TP groups: what engines cannot express (partitioner.deploy)
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -273,6 +274,7 @@ class Plan:
             "violating_links": self.violating_links(),
             "serving": None if self.serving is None else self.serving.to_dict(),
             **({"serving_frontier": list(self.frontier)} if self.frontier else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def to_json(self) -> str:

@@ -11,9 +11,9 @@ import pytest
 from partitioner import solvers
 from partitioner.costs.groups import candidate_groups, disjoint, group_tables
 from partitioner.deploy.groups import solve_groups, to_plan
-from partitioner.problem import Problem, evaluate, lex_compare, objective_key
 from partitioner.models.cluster import ClusterSpec
 from partitioner.models.llm import ModelSpec
+from partitioner.problem import Problem, evaluate, lex_compare, objective_key
 
 
 def _instance(seed: int) -> tuple[ModelSpec, ClusterSpec]:
@@ -66,7 +66,7 @@ def test_groups_agree_with_brute_force(seed: int, objective: str) -> None:
     want = _brute(model, cluster, objective)
     make = lambda t: Problem(t, M=4, objective=objective)  # noqa: E731
     if want is None:
-        with pytest.raises(Exception, match="needs|fits|fit"):
+        with pytest.raises(Exception, match=r"needs|fits|fit"):
             solve_groups(model, cluster, make, lambda p: solvers.solve(p, "auto"))
         return
     gp = solve_groups(model, cluster, make, lambda p: solvers.solve(p, "auto"))

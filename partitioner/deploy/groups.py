@@ -108,13 +108,16 @@ def _combos(per: list[list[tuple[Group, ...]]], kinds: list[Any], uniform: bool)
 
 def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], Problem], solve: Solve, *,
                  devices: list[int] | None = None, uniform_tp: bool = False, base: CostTables | None = None,
-                 max_configs: int = MAX_CONFIGS) -> GroupPlan:
-    """The best plan over disjoint TP groups of `devices` (default all); module doc."""
+                 sizes: tuple[int, ...] | None = None, max_configs: int = MAX_CONFIGS) -> GroupPlan:
+    """The best plan over disjoint TP groups of `devices` (default all), of the cluster's TP
+    degrees (or only `sizes`: (1,) plans single GPUs as before); module doc."""
     devices = list(range(len(cluster.devices))) if devices is None else devices
     if uniform_tp:
-        sizes = sorted({s for g in devices for s in cluster.tp_sizes(cluster.devices[g].node)})
+        degrees = sorted({s for g in devices for s in cluster.tp_sizes(cluster.devices[g].node)})
+        if sizes is not None:
+            degrees = [s for s in degrees if s in sizes]
         best: GroupPlan | None = None
-        for t in sizes:
+        for t in degrees:
             try:
                 gp = _solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=(t,), base=base,
                                   max_configs=max_configs)
@@ -129,7 +132,7 @@ def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
         if best is None:
             raise InfeasibleError(explain_infeasible(_base(model, cluster, base)))
         return best
-    return _solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=None, base=base,
+    return _solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=sizes, base=base,
                         max_configs=max_configs)
 
 

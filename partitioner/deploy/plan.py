@@ -1,0 +1,149 @@
+"""`plan_deployment`: the API entry point of cluster-scale plans (TP groups and replicas).
+
+    >>> from partitioner.deploy.plan import plan_deployment
+    >>> d = plan_deployment(model, cluster, replicas="auto", tp="auto")
+
+tp: "off" (one GPU per stage, as `partition plan` always did), "auto" (TP groups of the
+cluster's allowed degrees, per stage), "uniform" (one degree for every stage, as vLLM, SGLang
+and TensorRT-LLM need). replicas: 1 (one pipeline; returns a Plan), N, or "auto" (returns a
+Deployment). Every sub-problem is solved by `partitioner.solvers.solve`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from partitioner.deploy.deployment import Deployment, tp_notes
+from partitioner.errors import InputError
+from partitioner.problem import CostTables, Problem
+
+__all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
+
+TP_MODES: tuple[str, ...] = ("off", "auto", "uniform")
+
+
+def parse_replicas(value: str | int) -> int | None:
+    """"auto" -> None, else a positive integer (InputError otherwise)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    elif isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    else:
+        try:
+            n = int(str(value))
+        except ValueError:
+            raise InputError(f"--replicas must be 'auto' or a positive integer (got {value!r})") from None
+    if n < 1:
+        raise InputError(f"--replicas must be 'auto' or a positive integer (got {value!r})")
+    return n
+
+
+def _sizes(tp: str) -> tuple[int, ...] | None:
+    if tp not in TP_MODES:
+        raise InputError(f"tp must be one of {', '.join(TP_MODES)} (got {tp!r})")
+    return (1,) if tp == "off" else None
+
+
+def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray,
+                   need: float) -> Callable[[list[int]], float]:
+    """bound(devices) >= the tokens/s of any pipeline on them: min(B/τ_lb, K·B/R_lb) with
+    τ_lb = L_dec / Σ r_g (replicas.py) and R_lb = Σ_l min_g low[g][l] + (S_min - 1 + 1)·α_min the
+    least round trip (S_min stages by memory, each link and d_ret at least the least latency)."""
+    dec = [i for i, k in enumerate(base.kinds) if k == "decoder"] or list(range(base.L))
+    r = 1.0 / base.cost[:, dec].min(axis=1)
+    for g, rg in rates.items():
+        r[g] = max(r[g], rg)
+    B, K = base.batch, base.in_flight
+
+    def bound(devices: list[int]) -> float:
+        tau_lb = len(dec) / float(r[devices].sum())
+        room: dict[str, float] = {}
+        for g in devices:
+            node = cluster.devices[g].node
+            room[node] = room.get(node, 0.0) + float(base.capacity_gb[g])
+        s_min = max(1, math.ceil(need / max(room.values()) - 1e-9))
+        alpha = base.latency_s[np.ix_(devices, devices)]
+        off = alpha[~np.eye(len(devices), dtype=bool)]
+        a_min = float(off.min()) if off.size and s_min > 1 else 0.0
+        rt_lb = float(lows[devices].min(axis=0).sum()) + s_min * a_min
+        return min(B / tau_lb, K * B / rt_lb) if rt_lb > 0 else B / tau_lb
+
+    return bound
+
+
+def plan_deployment(
+    model: Any,
+    cluster: Any,
+    *,
+    replicas: int | str | None = 1,
+    tp: str = "auto",
+    M: int = 8,
+    regime: str = "async",
+    objective: str = "balanced",
+    solver: str = "auto",
+    order: str | None = None,
+    time_limit_s: float | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> Any:
+    """A Plan (replicas == 1) or a Deployment; module doc."""
+    from partitioner import solvers
+    from partitioner.costs import build_tables
+    from partitioner.costs.groups import candidate_groups, group_tables
+    from partitioner.deploy.groups import solve_groups, to_plan
+    from partitioner.deploy.replicas import node_kinds, search_replicas
+    from partitioner.models import load_cluster, load_model
+
+    model = load_model(model) if not hasattr(model, "layers") else model
+    cluster = load_cluster(cluster) if not hasattr(cluster, "devices") else cluster
+    count = parse_replicas(replicas) if replicas is not None else None
+    sizes = _sizes(tp)
+    base = build_tables(model, cluster)
+    order_ = order or str(getattr(cluster, "order", "free"))
+
+    def make(t: CostTables) -> Problem:
+        return Problem(t, M=M, regime=regime, objective=objective, order=order_, time_limit_s=time_limit_s)  # type: ignore[arg-type]
+
+    def solve(p: Problem) -> Any:
+        return solvers.solve(p, solver)
+
+    def value(devices: list[int]) -> Any:
+        gp = solve_groups(model, cluster, make, solve, devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes)
+        plan = to_plan(gp, cluster)
+        return dataclasses.replace(plan, notes=tuple(tp_notes(plan)))
+
+    if count == 1:
+        return value(list(range(len(cluster.devices))))
+    need = float(base.memory_gb.sum()) - (base.tied_gb if base.L > 1 else 0.0)
+
+    def fits(devices: list[int]) -> bool:
+        return float(base.capacity_gb[devices].sum()) * (1 + 1e-9) >= need
+
+    rates: dict[int, float] = {}
+    lows = base.cost.copy()  # per device and layer: the least cost of any unit holding it
+    if sizes != (1,):
+        groups = [g for g in candidate_groups(cluster) if g.t > 1]
+        if groups:
+            gt = group_tables(model, cluster, groups, base)
+            dec = [i for i, k in enumerate(gt.kinds) if k == "decoder"] or list(range(gt.L))
+            for gr, row, full in zip(groups, gt.cost[:, dec], gt.cost, strict=True):
+                for g in gr.members:
+                    rates[g] = max(rates.get(g, 0.0), float(1.0 / row.min()) / gr.t)
+                    lows[g] = np.minimum(lows[g], full)
+    nk = node_kinds(cluster)
+    found = search_replicas(nk, value, replicas=count, fits=fits, bound=_replica_bound(base, cluster, rates, lows, need),
+                            time_limit_s=time_limit_s, progress=progress)
+    used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
+    unused = tuple(d.name for d in cluster.devices if d.name not in used)
+    notes = [f"replica {r}: {n}" for r, p in enumerate(found.plans) for n in p.notes]
+    if found.stopped:
+        notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
+    return Deployment(
+        replicas=tuple(found.plans), unused=unused, optimal=found.optimal and all(p.optimal for p in found.plans),
+        upper_bound_tokens_per_s=found.upper_bound, wall_time_s=found.wall_time_s, subproblems=found.solved,
+        stopped=found.stopped, notes=tuple(notes),
+    )

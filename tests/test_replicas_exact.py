@@ -1,0 +1,134 @@
+"""Replicas: the class-count branch and bound agrees with a brute force over every partition of
+the nodes into disjoint pipelines (unused nodes allowed), seeded; the Deployment's weights,
+totals and JSON; --replicas 1 is the single-pipeline plan."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from partitioner.deploy.plan import parse_replicas, plan_deployment
+from partitioner.errors import InfeasibleError, InputError
+from partitioner.models.cluster import ClusterSpec
+from partitioner.models.llm import ModelSpec
+
+
+def _instance(seed: int, max_nodes: int = 7) -> tuple[ModelSpec, ClusterSpec]:
+    rng = random.Random(seed)
+    kinds = rng.sample(["a100-40gb", "l4", "t4"], rng.choice([2, 3]))
+    L = rng.randint(4, 6)
+    base = {"a100-40gb": 1.4e-3, "l4": 7.0e-3, "t4": 7.5e-3}
+    layers = [{"name": "layer", "repeat": L, "cost": {k: base[k] * rng.uniform(0.6, 1.4) for k in base},
+               "memory_gb": rng.uniform(4, 12), "out_bytes": 262144, "kv_bytes_per_token": 4096}]
+    model = ModelSpec.model_validate({"name": "rand", "layers": layers,
+                                      "workload": {"batch": 8, "in_flight": rng.choice([1, 2, 4]), "context": 1024}})
+    devices = []
+    for n in range(rng.randint(4, max_nodes)):
+        devices.append({"name": f"g{n}", "gpu": rng.choice(kinds), "node": f"m{n}"})
+    links = {"intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}
+    return model, ClusterSpec.model_validate({"devices": devices, "links": links, "tp": [1]})
+
+
+def _set_partitions(items: list[int]):  # every partition of a subset of items (the rest unused)
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in _set_partitions(rest):
+        yield part  # first unused
+        yield [[first], *part]
+        for i in range(len(part)):
+            yield [*part[:i], [first, *part[i]], *part[i + 1:]]
+
+
+def _brute(model: ModelSpec, cluster: ClusterSpec, replicas: int | None) -> float:
+    value: dict[frozenset[int], float] = {}
+
+    def v(devs: list[int]) -> float:
+        key = frozenset(devs)
+        if key not in value:
+            sub = cluster.model_copy(update={"devices": tuple(cluster.devices[g] for g in sorted(devs))})
+            try:
+                value[key] = plan_deployment(model, sub, replicas=1, tp="off").serving.tokens_per_s
+            except InfeasibleError:
+                value[key] = 0.0
+        return value[key]
+
+    best = 0.0 if replicas is None else -math.inf
+    for part in _set_partitions(list(range(len(cluster.devices)))):
+        if replicas is not None and len(part) != replicas:
+            continue
+        vals = [v(p) for p in part]
+        if any(x <= 0 for x in vals):
+            continue
+        best = max(best, sum(vals))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_auto_replicas_agree_with_brute_force(seed: int) -> None:
+    model, cluster = _instance(seed)
+    want = _brute(model, cluster, None)
+    if want <= 0:
+        with pytest.raises(InfeasibleError):
+            plan_deployment(model, cluster, replicas="auto", tp="off")
+        return
+    d = plan_deployment(model, cluster, replicas="auto", tp="off")
+    assert d.optimal
+    assert d.tokens_per_s == pytest.approx(want, rel=1e-9)
+    used = [name for p in d.replicas for st in p.stages for name in (st.members or (st.device,))]
+    assert len(used) == len(set(used))  # disjoint
+    assert sorted(used + list(d.unused)) == sorted(dev.name for dev in cluster.devices)
+    assert sum(d.weights) == pytest.approx(1.0)
+    for p, w in zip(d.replicas, d.weights, strict=True):
+        assert w == pytest.approx(p.serving.tokens_per_s / d.tokens_per_s)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5])
+def test_fixed_count_agrees_with_brute_force(seed: int) -> None:
+    model, cluster = _instance(seed)
+    for n in (2, 3):
+        want = _brute(model, cluster, n)
+        if not math.isfinite(want):
+            with pytest.raises((InputError, InfeasibleError)):
+                plan_deployment(model, cluster, replicas=n, tp="off")
+            continue
+        d = plan_deployment(model, cluster, replicas=n, tp="off")
+        assert len(d.replicas) == n
+        assert d.tokens_per_s == pytest.approx(want, rel=1e-9)
+
+
+def test_one_replica_is_the_single_pipeline_plan() -> None:
+    from partitioner.api import plan
+
+    model, cluster = _instance(1)
+    one = plan_deployment(model, cluster, replicas=1, tp="off")
+    today = plan(model, cluster)
+    assert [(s.device, s.start, s.end) for s in one.stages] == [(s.device, s.start, s.end) for s in today.stages]
+    assert one.to_dict()["stages"] == today.to_dict()["stages"]
+
+
+def test_identical_replicas_and_json() -> None:
+    layers = [{"name": "layer", "repeat": 4, "cost": {"l4": 0.007}, "memory_gb": 10.0, "out_bytes": 262144}]
+    model = ModelSpec.model_validate({"name": "m", "layers": layers, "workload": {"batch": 8}})
+    cluster = ClusterSpec.model_validate({"devices": [{"name": f"l{i}", "gpu": "l4", "node": f"n{i}"} for i in range(5)],
+                                          "links": {"inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}})
+    d = plan_deployment(model, cluster, replicas="auto", tp="off")
+    # 40 GB on 23 GB cards: two cards per replica; five cards give two replicas and one unused
+    assert len(d.replicas) == 2 and len(d.unused) == 1
+    assert d.identical
+    doc = json.loads(d.to_json())
+    assert doc["identical_replicas"] and doc["data_parallel_size"] == 2
+    assert doc["serving"]["tokens_per_s"] == pytest.approx(sum(r["serving"]["tokens_per_s"] for r in doc["replicas"]))
+    assert [r["weight"] for r in doc["replicas"]] == pytest.approx([0.5, 0.5])
+    assert doc["unused_devices"] == list(d.unused)
+
+
+def test_parse_replicas_errors() -> None:
+    assert parse_replicas("auto") is None and parse_replicas("3") == 3 and parse_replicas(2) == 2
+    for bad in ("0", "-1", "x", "1.5"):
+        with pytest.raises(InputError, match="--replicas"):
+            parse_replicas(bad)
