@@ -82,12 +82,27 @@ def plan(
     order: str | None = None,
     time_limit_s: float | None = None,
     progress: Progress | None = None,
-) -> Plan:
+    replicas: int | str = 1,
+    tp: str | None = None,
+) -> Any:
     """Plan which GPUs, in what order, hold which layers (issue 4).
+
+    `replicas` ("auto" or N > 1) and `tp` ("auto", "uniform"; default: "auto" when cluster.yaml
+    has `tp:`, else "off") plan TP groups and several pipelines (partitioner.deploy.plan); with
+    replicas != 1 the result is a `Deployment`.
 
     Raises `ConfigError` for bad files, `InfeasibleError` when nothing fits, and
     `InputError` for bad arguments; all are `PartitionerError`s.
     """
+    if isinstance(cluster, (str, Path)):
+        from partitioner.models import load_cluster
+
+        cluster = load_cluster(cluster)
+    if replicas != 1 or tp not in (None, "off") or (tp is None and getattr(cluster, "tp", None) is not None):
+        from partitioner.deploy.plan import plan_deployment
+
+        return plan_deployment(model, cluster, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
+                               solver=solver, order=order, time_limit_s=time_limit_s)
     problem = build_problem(
         model, cluster, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit_s
     )

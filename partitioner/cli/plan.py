@@ -28,6 +28,10 @@ EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpi
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Also write the plan JSON here.")
 @click.option("--export", "export", type=click.Choice(EXPORT_CHOICES), default=None,
               help="Print the plan in an engine's format.")
+@click.option("--replicas", default="1", show_default=True, metavar="auto|N",
+              help="Disjoint pipelines maximising total tokens/s ('auto': the best count).")
+@click.option("--tp", type=click.Choice(["auto", "uniform", "off"]), default=None,
+              help="Tensor-parallel groups inside nodes (default: auto if cluster.yaml has tp:, else off).")
 def plan(
     model_file: str,
     cluster_file: str,
@@ -40,8 +44,15 @@ def plan(
     as_json: bool,
     out: str | None,
     export: str | None,
+    replicas: str = "1",
+    tp: str | None = None,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
+    if replicas.strip() != "1" or tp not in (None, "off") or (tp is None and _cluster_has_tp(cluster_file)):
+        from partitioner.cli._deploy import run_deploy
+
+        return run_deploy(model_file, cluster_file, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
+                          solver=solver, order=order, time_limit=time_limit, as_json=as_json, out=out)
     from partitioner.api import build_problem, solve_problem
     from partitioner.result import PLAN_FORMAT
 
@@ -62,6 +73,12 @@ def plan(
         render_plan(result, _even_baseline(problem, solver))
     if export:
         _print_export(result, export)
+
+
+def _cluster_has_tp(cluster_file: str) -> bool:
+    from partitioner.models import load_cluster
+
+    return load_cluster(cluster_file).tp is not None
 
 
 def _progress_printer() -> Any:

@@ -5,7 +5,7 @@
 
 tp: "off" (one GPU per stage, as `partition plan` always did), "auto" (TP groups of the
 cluster's allowed degrees, per stage), "uniform" (one degree for every stage, as vLLM, SGLang
-and TensorRT-LLM need). replicas: 1 (one pipeline; returns a Plan), N, or "auto" (returns a
+and TensorRT-LLM need); None: "auto" when cluster.yaml has `tp:`, else "off". replicas: 1 (one pipeline; returns a Plan), N, or "auto" (returns a
 Deployment). Every sub-problem is solved by `partitioner.solvers.solve`.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from partitioner.deploy.deployment import Deployment, tp_notes
-from partitioner.errors import InputError
-from partitioner.problem import CostTables, Problem
+from partitioner.errors import InfeasibleError, InputError
+from partitioner.problem import CostTables, Problem, evaluate, objective_key
 
 __all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
 
@@ -76,12 +76,56 @@ def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows
     return bound
 
 
+def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callable[[CostTables], Problem],
+                    solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int) -> Callable[[list[int]], Any]:
+    """devices -> the replica's Plan for serving (tokens/s = K·B/P, P = max(K·w, R)):
+
+    the exact least-period split over groups ("throughput" at M = K: least w, then least R among
+    those); when its P is K·w* it is optimal (no split has P < K·w*). Otherwise also the exact
+    least-round-trip split ("makespan" at M = 1, least Στ + Σd) and the better of the two; it is
+    proven when its P meets max(K·w*, T*(1)), a bound below every split's P.
+    """
+    from partitioner.deploy.groups import solve_groups, to_plan
+
+    K = base.in_flight
+
+    def run(obj: str, m: int, devices: list[int]) -> Any:
+        return solve_groups(model, cluster, lambda t: dataclasses.replace(make(t), objective=obj, M=m), solve,  # type: ignore[arg-type]
+                            devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes)
+
+    def period(plan: Any) -> float:
+        return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
+
+    def planner(devices: list[int]) -> Any:
+        cands = [run("throughput", max(1, K), devices)]
+        plans = [to_plan(cands[0], cluster)]
+        w_lb = cands[0].lower_bound
+        bound = K * w_lb
+        if period(plans[0]) > bound * (1 + 1e-9) + 1e-15:
+            try:
+                cands.append(run("makespan", 1, devices))
+                plans.append(to_plan(cands[1], cluster))
+                bound = max(bound, cands[1].lower_bound)
+            except InfeasibleError:
+                pass
+        best = min(range(len(plans)), key=lambda i: period(plans[i]))
+        proven = all(gp.proven for gp in cands) and period(plans[best]) <= bound * (1 + 1e-9) + 1e-15
+        gp = cands[best]
+        problem = dataclasses.replace(gp.problem, M=M, objective="throughput")
+        key = objective_key(problem, evaluate(problem, gp.solution.devices, gp.solution.cuts))
+        gp = dataclasses.replace(gp, problem=problem, solution=dataclasses.replace(gp.solution, objective=key))
+        plan = to_plan(gp, cluster)
+        return dataclasses.replace(plan, optimal=proven, notes=tuple(tp_notes(plan)))
+
+    return planner
+
+
 def plan_deployment(
     model: Any,
     cluster: Any,
     *,
     replicas: int | str | None = 1,
-    tp: str = "auto",
+    tp: str | None = None,
     M: int = 8,
     regime: str = "async",
     objective: str = "balanced",
@@ -101,6 +145,7 @@ def plan_deployment(
     model = load_model(model) if not hasattr(model, "layers") else model
     cluster = load_cluster(cluster) if not hasattr(cluster, "devices") else cluster
     count = parse_replicas(replicas) if replicas is not None else None
+    tp = tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
     sizes = _sizes(tp)
     base = build_tables(model, cluster)
     order_ = order or str(getattr(cluster, "order", "free"))
@@ -118,6 +163,7 @@ def plan_deployment(
 
     if count == 1:
         return value(list(range(len(cluster.devices))))
+    serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M)
     need = float(base.memory_gb.sum()) - (base.tied_gb if base.L > 1 else 0.0)
 
     def fits(devices: list[int]) -> bool:
@@ -135,7 +181,7 @@ def plan_deployment(
                     rates[g] = max(rates.get(g, 0.0), float(1.0 / row.min()) / gr.t)
                     lows[g] = np.minimum(lows[g], full)
     nk = node_kinds(cluster)
-    found = search_replicas(nk, value, replicas=count, fits=fits, bound=_replica_bound(base, cluster, rates, lows, need),
+    found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=_replica_bound(base, cluster, rates, lows, need),
                             time_limit_s=time_limit_s, progress=progress)
     used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)
