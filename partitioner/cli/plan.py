@@ -30,8 +30,9 @@ EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpi
               help="Print the plan in an engine's format.")
 @click.option("--replicas", default="1", show_default=True, metavar="auto|N",
               help="Disjoint pipelines maximising total tokens/s ('auto': the best count).")
-@click.option("--tp", type=click.Choice(["auto", "uniform", "off"]), default=None,
-              help="Tensor-parallel groups inside nodes (default: auto if cluster.yaml has tp:, else off).")
+@click.option("--tp", type=click.Choice(["auto", "uniform", "node", "off"]), default=None,
+              help="Tensor-parallel groups inside nodes: per stage, one degree, or whole machines "
+                   "(default: auto if cluster.yaml has tp:, else off).")
 def plan(
     model_file: str,
     cluster_file: str,

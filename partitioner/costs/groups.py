@@ -105,10 +105,13 @@ def node_configurations(cluster: Any, node: str, devices: list[int] | None = Non
 
 
 def candidate_groups(cluster: Any, devices: list[int] | None = None,
-                     sizes: tuple[int, ...] | None = None) -> list[Group]:
-    """The union of every node's configurations (rows of the relaxation), in a stable order."""
+                     sizes: tuple[int, ...] | None = None, whole_nodes: bool = False) -> list[Group]:
+    """The union of every node's configurations (rows of the relaxation), in a stable order;
+    `whole_nodes`: one group of all of each node's GPUs (Helix's machine-as-a-unit model)."""
     chosen = list(range(len(cluster.devices))) if devices is None else devices
     nodes = list(dict.fromkeys(cluster.devices[g].node for g in chosen))
+    if whole_nodes:
+        return [Group(tuple(g for g in chosen if cluster.devices[g].node == node), node) for node in nodes]
     out: dict[Group, None] = {}
     for node in nodes:
         on = [g for g in chosen if cluster.devices[g].node == node]

@@ -82,7 +82,9 @@ class Deployment:
     def gap(self) -> float:
         total = self.tokens_per_s
         ub = self.upper_bound_tokens_per_s
-        return 0.0 if ub <= 0 or self.optimal else max(0.0, (ub - total) / ub)
+        if not math.isfinite(ub) or ub <= 0 or self.optimal:
+            return 0.0
+        return max(0.0, (ub - total) / ub)
 
     def serving_totals(self) -> dict[str, Any]:
         """The top-level `serving` object: sums over replicas, TPOT/TTFT worst and weighted."""
@@ -116,8 +118,9 @@ class Deployment:
             "model": self.replicas[0].model if self.replicas else "",
             "solver": self.solver,
             "optimal": self.optimal,
-            "upper_bound_tokens_per_s": self.upper_bound_tokens_per_s,
-            "gap": self.gap,
+            "upper_bound_tokens_per_s": (self.upper_bound_tokens_per_s
+                                         if math.isfinite(self.upper_bound_tokens_per_s) else None),
+            "gap": self.gap if math.isfinite(self.upper_bound_tokens_per_s) else None,
             "stopped": self.stopped or None,
             "identical_replicas": self.identical,
             "data_parallel_size": len(self.replicas) if self.identical else None,

@@ -108,10 +108,17 @@ def _combos(per: list[list[tuple[Group, ...]]], kinds: list[Any], uniform: bool)
 
 def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], Problem], solve: Solve, *,
                  devices: list[int] | None = None, uniform_tp: bool = False, base: CostTables | None = None,
-                 sizes: tuple[int, ...] | None = None, max_configs: int = MAX_CONFIGS) -> GroupPlan:
+                 sizes: tuple[int, ...] | None = None, max_configs: int = MAX_CONFIGS,
+                 whole_nodes: bool = False) -> GroupPlan:
     """The best plan over disjoint TP groups of `devices` (default all), of the cluster's TP
     degrees (or only `sizes`: (1,) plans single GPUs as before); module doc."""
     devices = list(range(len(cluster.devices))) if devices is None else devices
+    if whole_nodes:  # one row per node, disjoint by construction: one exact solve
+        base = _base(model, cluster, base)
+        cands = candidate_groups(cluster, devices, whole_nodes=True)
+        problem = make_problem(group_tables(model, cluster, cands, base))
+        sol = solve(problem)
+        return GroupPlan(problem, sol, tuple(cands), sol.optimal, sol.lower_bound, 1)
     if uniform_tp:
         degrees = sorted({s for g in devices for s in cluster.tp_sizes(cluster.devices[g].node)})
         if sizes is not None:

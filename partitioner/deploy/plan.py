@@ -5,7 +5,9 @@
 
 tp: "off" (one GPU per stage, as `partition plan` always did), "auto" (TP groups of the
 cluster's allowed degrees, per stage), "uniform" (one degree for every stage, as vLLM, SGLang
-and TensorRT-LLM need); None: "auto" when cluster.yaml has `tp:`, else "off". replicas: 1 (one pipeline; returns a Plan), N, or "auto" (returns a
+and TensorRT-LLM need), "node" (each machine is one TP group of all its GPUs, as Helix
+models its L4x2 / T4x4 machines: one row per node, so each solve is a single exact one);
+None: "auto" when cluster.yaml has `tp:`, else "off". replicas: 1 (one pipeline; returns a Plan), N, or "auto" (returns a
 Deployment). Every sub-problem is solved by `partitioner.solvers.solve`.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +27,7 @@ from partitioner.problem import CostTables, Problem, evaluate, objective_key
 
 __all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
 
-TP_MODES: tuple[str, ...] = ("off", "auto", "uniform")
+TP_MODES: tuple[str, ...] = ("off", "auto", "uniform", "node")
 
 
 def parse_replicas(value: str | int) -> int | None:
@@ -46,7 +49,7 @@ def parse_replicas(value: str | int) -> int | None:
 def _sizes(tp: str) -> tuple[int, ...] | None:
     if tp not in TP_MODES:
         raise InputError(f"tp must be one of {', '.join(TP_MODES)} (got {tp!r})")
-    return (1,) if tp == "off" else None
+    return (1,) if tp == "off" else None  # "node" is handled by whole_nodes
 
 
 def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray,
@@ -91,7 +94,8 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
 
     def run(obj: str, m: int, devices: list[int]) -> Any:
         return solve_groups(model, cluster, lambda t: dataclasses.replace(make(t), objective=obj, M=m), solve,  # type: ignore[arg-type]
-                            devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes)
+                            devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes,
+                            whole_nodes=tp == "node")
 
     def period(plan: Any) -> float:
         return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
@@ -150,14 +154,19 @@ def plan_deployment(
     base = build_tables(model, cluster)
     order_ = order or str(getattr(cluster, "order", "free"))
 
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+
     def make(t: CostTables) -> Problem:
-        return Problem(t, M=M, regime=regime, objective=objective, order=order_, time_limit_s=time_limit_s)  # type: ignore[arg-type]
+        """Each solve gets what is left of the whole command's time limit."""
+        left = None if deadline is None else max(0.05, deadline - time.monotonic())
+        return Problem(t, M=M, regime=regime, objective=objective, order=order_, time_limit_s=left)  # type: ignore[arg-type]
 
     def solve(p: Problem) -> Any:
         return solvers.solve(p, solver)
 
     def value(devices: list[int]) -> Any:
-        gp = solve_groups(model, cluster, make, solve, devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes)
+        gp = solve_groups(model, cluster, make, solve, devices=devices, uniform_tp=tp == "uniform", base=base,
+                          sizes=sizes, whole_nodes=tp == "node")
         plan = to_plan(gp, cluster)
         return dataclasses.replace(plan, notes=tuple(tp_notes(plan)))
 
@@ -172,7 +181,7 @@ def plan_deployment(
     rates: dict[int, float] = {}
     lows = base.cost.copy()  # per device and layer: the least cost of any unit holding it
     if sizes != (1,):
-        groups = [g for g in candidate_groups(cluster) if g.t > 1]
+        groups = [g for g in candidate_groups(cluster, whole_nodes=tp == "node") if g.t > 1]
         if groups:
             gt = group_tables(model, cluster, groups, base)
             dec = [i for i, k in enumerate(gt.kinds) if k == "decoder"] or list(range(gt.L))

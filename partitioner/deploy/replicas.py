@@ -162,7 +162,7 @@ def search_replicas(
                               + (f" (search stopped: {stopped})" if stopped else ""))
     order = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, order, k, memo, value) for k in range(len(order))]
-    optimal = exact and not stopped
+    optimal = exact and not stopped and all(getattr(p, "optimal", False) for p in plans)
     top = F(N, _r(N, replicas))[0]
     return ReplicaSearch(
         vectors=order, plans=plans, total=total, optimal=optimal,
