@@ -55,13 +55,31 @@ def _sizes(tp: str) -> tuple[int, ...] | None:
 def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray,
                    need: float) -> Callable[[list[int]], float]:
     """bound(devices) >= the tokens/s of any pipeline on them: min(B/τ_lb, K·B/R_lb) with
-    τ_lb = L_dec / Σ r_g (replicas.py) and R_lb = Σ_l min_g low[g][l] + (S_min - 1 + 1)·α_min the
-    least round trip (S_min stages by memory, each link and d_ret at least the least latency)."""
+    τ_lb = L_dec / Σ r_g (replicas.py) and R_lb = Σ_l min_g low[g][l] + S_min·α_min + (S_min - 1)·b_min/β_max
+    the least round trip (S_min stages by memory; S_min - 1 links each at least the least latency
+    plus the least cut over the fastest link, and d_ret at least the least latency)."""
     dec = [i for i, k in enumerate(base.kinds) if k == "decoder"] or list(range(base.L))
     r = 1.0 / base.cost[:, dec].min(axis=1)
     for g, rg in rates.items():
         r[g] = max(r[g], rg)
     B, K = base.batch, base.in_flight
+    cut_min = float(base.cut_bytes[:-1].min()) if base.L > 1 else 0.0
+
+    m_min = float(base.memory_gb.min())
+    per_layer = lows.min(axis=1)
+
+    def _fill(devices: list[int]) -> float:
+        """Σ τ >= the cheapest fractional filling of the L layers into the devices, device g
+        holding at most C_g / m_min layers at its least per-layer cost (a group's layers split
+        over its members the same way: its memory t·min C <= Σ C_m)."""
+        left, total = float(base.L), 0.0
+        for g in sorted(devices, key=lambda g: per_layer[g]):
+            take = min(left, float(base.capacity_gb[g]) / m_min if m_min > 0 else left)
+            total += take * float(per_layer[g])
+            left -= take
+            if left <= 0:
+                return total
+        return math.inf  # the devices cannot hold the model
 
     def bound(devices: list[int]) -> float:
         tau_lb = len(dec) / float(r[devices].sum())
@@ -70,10 +88,17 @@ def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows
             node = cluster.devices[g].node
             room[node] = room.get(node, 0.0) + float(base.capacity_gb[g])
         s_min = max(1, math.ceil(need / max(room.values()) - 1e-9))
-        alpha = base.latency_s[np.ix_(devices, devices)]
-        off = alpha[~np.eye(len(devices), dtype=bool)]
-        a_min = float(off.min()) if off.size and s_min > 1 else 0.0
-        rt_lb = float(lows[devices].min(axis=0).sum()) + s_min * a_min
+        ix = np.ix_(devices, devices)
+        off = ~np.eye(len(devices), dtype=bool)
+        a_min, x_min = 0.0, 0.0
+        if s_min > 1 and off.any():
+            a_min = float(base.latency_s[ix][off].min())
+            with np.errstate(divide="ignore"):
+                per_byte = np.where(np.isinf(base.bandwidth_Bps[ix]), 0.0, 1.0 / base.bandwidth_Bps[ix])
+            x_min = float(per_byte[off].min()) * cut_min
+        rt_lb = max(float(lows[devices].min(axis=0).sum()), _fill(devices)) + s_min * a_min + (s_min - 1) * x_min
+        if math.isinf(rt_lb):
+            return 0.0
         return min(B / tau_lb, K * B / rt_lb) if rt_lb > 0 else B / tau_lb
 
     return bound
