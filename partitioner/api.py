@@ -17,7 +17,7 @@ from typing import Any
 from partitioner.problem import CostTables, Problem
 from partitioner.result import Plan
 
-__all__ = ["plan", "build_problem", "tables_for", "solve_problem"]
+__all__ = ["plan", "build_problem", "tables_for", "solve_problem", "serve_plan"]
 
 Progress = Callable[[float, float, float], None]
 
@@ -82,15 +82,19 @@ def plan(
     order: str | None = None,
     time_limit_s: float | None = None,
     progress: Progress | None = None,
+    tpot_ms: float | None = None,
+    ttft_ms: float | None = None,
+    max_batch: int | None = None,
     replicas: int | str = 1,
     tp: str | None = None,
 ) -> Any:
     """Plan which GPUs, in what order, hold which layers (issue 4).
 
-    `replicas` ("auto" or N > 1) and `tp` ("auto", "uniform"; default: "auto" when cluster.yaml
-    has `tp:`, else "off") plan TP groups and several pipelines (partitioner.deploy.plan); with
-    replicas != 1 the result is a `Deployment`.
-
+    `objective="serve"` also chooses the batch and the micro-batches in flight that maximise
+    decode tokens/s under `tpot_ms`, `ttft_ms` and `max_batch` (`serve_plan`).
+    `replicas` ("auto" or N > 1) and `tp` ("auto", "uniform", "node"; default: "auto" when
+    cluster.yaml has `tp:`, else "off") plan TP groups and several pipelines
+    (partitioner.deploy.plan); with replicas != 1 the result is a `Deployment`.
     Raises `ConfigError` for bad files, `InfeasibleError` when nothing fits, and
     `InputError` for bad arguments; all are `PartitionerError`s.
     """
@@ -103,7 +107,82 @@ def plan(
 
         return plan_deployment(model, cluster, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
                                solver=solver, order=order, time_limit_s=time_limit_s)
+    if objective == "serve":
+        return serve_plan(model, cluster, regime=regime, solver=solver, order=order, time_limit_s=time_limit_s,
+                          tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch)
     problem = build_problem(
         model, cluster, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit_s
     )
     return solve_problem(problem, solver, progress)
+
+
+def _positive(name: str, value: float | None) -> float | None:
+    from partitioner.errors import InputError
+
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < float(value) < float("inf"):
+        raise InputError(f"{name} must be a finite number > 0 (got {value!r})")
+    return float(value)
+
+
+def _profile_batches(model: Any) -> list[int] | None:
+    """Batch sizes a profile can be costed at: its own batch (scalar costs), or every B of
+    `batch_grid` inside the range all its batch tables cover; None for the roofline."""
+    from partitioner.serving.search import batch_grid
+
+    if not model.is_profile:
+        return None
+    tables = [v for e in model.layers for v in e.cost.values() if isinstance(v, dict)]
+    if not tables:
+        return [model.workload.batch]
+    lo, hi = max(min(t) for t in tables), min(max(t) for t in tables)
+    return [b for b in batch_grid(hi) if b >= lo] if lo <= hi else []
+
+
+def serve_plan(
+    model: Any,
+    cluster: Any,
+    *,
+    regime: str = "async",
+    solver: str = "auto",
+    order: str | None = None,
+    time_limit_s: float | None = None,
+    tpot_ms: float | None = None,
+    ttft_ms: float | None = None,
+    max_batch: int | None = None,
+    progress: Callable[[int, float, float], None] | None = None,
+) -> Plan:
+    """The split, batch and in-flight count with the most decode tokens/s (partitioner.serving.search)."""
+    import dataclasses
+
+    from partitioner.costs import build_tables
+    from partitioner.errors import InputError
+    from partitioner.models import load_cluster, load_model
+    from partitioner.serving.search import Limits, search
+
+    if isinstance(model, (str, Path)):
+        model = load_model(model)
+    if isinstance(cluster, (str, Path)):
+        cluster = load_cluster(cluster)
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
+        raise InputError(f"max_batch must be an integer >= 1 (got {max_batch!r})")
+    tpot, ttft = _positive("tpot_ms", tpot_ms), _positive("ttft_ms", ttft_ms)
+    limits = Limits(None if tpot is None else tpot / 1e3, None if ttft is None else ttft / 1e3, max_batch)
+    batches = _profile_batches(model)
+    if batches == []:
+        raise InputError(f"{model.name}: the batch tables of its layers cover no common batch size")
+    result = search(
+        lambda B: build_tables(model.with_batch(B, 1), cluster), batches, regime=regime,
+        order=order or str(getattr(cluster, "order", "free")), solver=solver, limits=limits,
+        time_limit_s=time_limit_s, progress=progress,
+    )
+    best = result.best
+    out = Plan.from_solution(best.problem, best.solution)
+    top = 1.0 / best.serving.tokens_per_s
+    return dataclasses.replace(
+        out, objective="serve", serving=best.serving, frontier=tuple(p.to_dict() for p in result.frontier),
+        optimal=result.proven and out.optimal, objective_value=(top,),
+        lower_bound=min(top, 1.0 / result.upper_bound), wall_time_s=result.wall_time_s,
+        status=out.status if not result.notes else "TIME_LIMIT",
+    )

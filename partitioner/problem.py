@@ -17,6 +17,7 @@ A plan is a sequence of distinct devices g_0..g_{S-1} and cut points
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -48,7 +49,7 @@ Order = Literal["free", "fixed"]
 REGIMES: tuple[str, ...] = ("async", "blocking")
 OBJECTIVES: tuple[str, ...] = ("balanced", "throughput", "makespan", "serve")
 # "serve" is an outer search over (batch, in_flight) (partitioner.serving.search) that calls the
-# exact solvers on "throughput" problems; a solver never sees it.
+# exact solvers on "throughput" problems; a Problem given "serve" becomes "throughput".
 ORDERS: tuple[str, ...] = ("free", "fixed")
 RTOL = 1e-9  # relative tolerance for comparing objective values (issue 4)
 
@@ -160,6 +161,10 @@ class Problem:
         ):
             if value not in allowed:
                 raise InputError(f"{name} must be one of {', '.join(allowed)} (got {value!r})")
+        if self.objective == "serve":
+            # for one (batch, in_flight) the serve objective's inner problem is the throughput one
+            # (partitioner.serving.search); solvers only ever see the latter
+            object.__setattr__(self, "objective", "throughput")
 
     @property
     def G(self) -> int:
@@ -254,7 +259,7 @@ def check_structure(problem: Problem, devices: tuple[int, ...], cuts: tuple[int,
     S, L, G = len(devices), problem.L, problem.G
     if S == 0 or len(cuts) != S + 1:
         raise InputError(f"a plan needs S >= 1 devices and S+1 cuts (got {devices}, {cuts})")
-    if cuts[0] != 0 or cuts[-1] != L or any(a >= b for a, b in zip(cuts, cuts[1:])):
+    if cuts[0] != 0 or cuts[-1] != L or any(a >= b for a, b in itertools.pairwise(cuts)):
         raise InputError(f"cuts must rise strictly from 0 to L={L} (got {list(cuts)})")
     if len(set(devices)) != S or any(not 0 <= g < G for g in devices):
         raise InputError(f"devices must be distinct indices in [0, {G}) (got {list(devices)})")
@@ -295,7 +300,7 @@ def objective_key(problem: Problem, m: Metrics) -> tuple[float, ...]:
 
 def lex_compare(a: tuple[float, ...], b: tuple[float, ...], rtol: float = RTOL) -> int:
     """-1, 0 or 1 as a <, ==, > b lexicographically, each component equal within `rtol`."""
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if abs(x - y) <= max(rtol * max(abs(x), abs(y)), 1e-12):
             continue
         return -1 if x < y else 1

@@ -141,7 +141,7 @@ class Plan:
             status=solution.status,
             objective_value=tuple(float(x) for x in solution.objective),
             feasible=solution.feasible and m.fits,
-            reason=solution.reason,
+            reason=_kv_reason(solution.reason, serving, t.device_names, solution.devices),
             model=t.model_name,
             num_layers=t.L,
             wall_time_s=solution.wall_time_s,
@@ -272,10 +272,29 @@ class Plan:
             "throughput": self.throughput,
             "first_latency": self.first_latency,
             "violating_links": self.violating_links(),
-            "serving": None if self.serving is None else self.serving.to_dict(),
+            "serving": self._serving_dict(),
             **({"serving_frontier": list(self.frontier)} if self.frontier else {}),
             **({"notes": list(self.notes)} if self.notes else {}),
         }
 
+    def _serving_dict(self) -> dict[str, Any] | None:
+        """`Serving.to_dict` plus the name of the device whose KV capacity binds."""
+        if self.serving is None:
+            return None
+        out = self.serving.to_dict()
+        k = self.serving.capacity_stage
+        out["capacity_device"] = None if k is None or k >= self.S else self.stages[k].device
+        return out
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
+
+
+def _kv_reason(reason: str, serving: Serving, names: tuple[str, ...], devices: tuple[int, ...]) -> str:
+    """The solver's reason, plus the KV cache's when K·B sequences do not fit (capacity.py)."""
+    N, k = serving.max_sequences, serving.capacity_stage
+    if N is None or k is None or serving.sequences <= N:
+        return reason
+    kv = (f"KV cache: stage {k} ({names[devices[k]]}) holds {N} sequences at context {serving.context}, "
+          f"the workload needs {serving.in_flight} × {serving.batch} = {serving.sequences}")
+    return f"{reason}; {kv}" if reason else kv

@@ -138,6 +138,6 @@ def test_extensions_in_closed_loop(seed):
         small = simulate_decode(tau, d, K, ret, rounds=200, buffer=0).period()
         assert small >= base * (1 - 1e-9)
     # random stage times (jitter): the mean round is never shorter than the deterministic one
-    # (max-plus is convex in the times; Baccelli et al. 1992 §8.3), here with a 5 % margin
+    # (the recurrence is a max of sums, convex in the times: Jensen), here with a 5 % margin
     run = simulate_decode(tau, d, K, ret, rounds=400, tau_sampler=("gamma", 0.3), seed=seed)
     assert run.period(window=300) >= base * 0.95

@@ -2,7 +2,8 @@
 
 Pure functions over stage times `tau` (S values) and link latencies `d` (S-1 values):
 `closed_forms` (Thms 1-3, Cors 1-3, Prop 1), `overlap` (Cor 4-5, §9: slack, binding links,
-rho), `vectorized` (the same over N configurations), `summary` (`analyze` -> `Analysis`).
+rho), `vectorized` (the same over N configurations), `summary` (`analyze` -> `Analysis`),
+`closed_loop` (decode: K micro-batches circulate; P = max(K·tau_max, Στ + Σd + d_ret)).
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ from partitioner.analysis.closed_forms import (
     tau_max,
     throughput_async,
     throughput_blocking,
+)
+from partitioner.analysis.closed_loop import (
+    decode_bound,
+    decode_crossover,
+    decode_period,
+    decode_throughput,
+    prefill_ttft,
+    round_trip,
 )
 from partitioner.analysis.overlap import (
     RhoUndefinedError,
@@ -84,4 +93,10 @@ __all__ = [
     "makespan_blocking_batch",
     "makespan_gpipe_batch",
     "homogeneity_bias_batch",
+    "round_trip",
+    "decode_period",
+    "decode_bound",
+    "decode_throughput",
+    "decode_crossover",
+    "prefill_ttft",
 ]

@@ -5,8 +5,8 @@ return link d_ret (last device -> first device; a few bytes per sequence) and ar
 its next step on stage 0. The paper's model is open: M independent micro-batches pass once.
 
 Derivation (max-plus cycle mean of the event graph; Baccelli, Cohen, Olsder and Quadrat,
-"Synchronization and Linearity", Wiley 1992, §2.5 and Thm 3.23; Cohen et al., "A linear-system-
-theoretic view of discrete-event processes", IEEE CDC 1983). Number the jobs n = r·K + m
+"Synchronization and Linearity", Wiley 1992, ch. 2 (timed event graphs) and ch. 3 (the
+eigenvalue of an irreducible max-plus matrix is its maximum cycle mean)). Number the jobs n = r·K + m
 (micro-batch m, round r) in the order the stages serve them, and let x_s(n) be the time job n
 starts on stage s. With unbounded buffers and constant times the start times obey
 

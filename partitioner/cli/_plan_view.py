@@ -7,12 +7,21 @@ from typing import Any
 from partitioner.cli._output import fmt_rate, fmt_time
 from partitioner.result import Plan
 
-__all__ = ["render_plan", "stage_table", "summary_lines"]
+__all__ = ["render_plan", "stage_table", "summary_lines", "serving_lines", "frontier_table"]
 
 
-def _layer_range(st: Any) -> str:
-    names = st.first_layer if st.start + 1 == st.end else f"{st.first_layer}..{st.last_layer}"
-    return f"[{st.start},{st.end}) {names}"
+def _layer_range(st: Any, plan: Plan) -> str:
+    """Decoder layers numbered as engines count them (0-based, embedding and head named apart):
+    vLLM `get_pp_indices` and VLLM_PP_LAYER_PARTITION count decoder layers only."""
+    before = sum(p.decoder_layers for p in plan.stages[: st.index])
+    parts = ["embed"] if st.embed else []
+    if st.decoder_layers == 1:
+        parts.append(f"decoder {before}")
+    elif st.decoder_layers:
+        parts.append(f"decoders {before}–{before + st.decoder_layers - 1}")
+    if st.head:
+        parts.append("lm_head")
+    return " + ".join(parts) or f"{st.first_layer}..{st.last_layer}"
 
 
 def stage_table(plan: Plan) -> Any:
@@ -30,7 +39,7 @@ def stage_table(plan: Plan) -> Any:
             st.device,
             st.gpu,
             st.node,
-            _layer_range(st),
+            _layer_range(st, plan),
             f"{bottleneck}{fmt_time(st.tau)}",
             "—" if last else fmt_time(st.d),
             fmt_time(st.sigma),
@@ -43,6 +52,7 @@ def summary_lines(plan: Plan, even: Plan | str | None) -> list[str]:
     """The closed forms (Thm 2, Thm 3, Cor 1/3), Cor 4's weak links, the gain and the proof status."""
     a = plan.analysis()
     lines = [
+        *serving_lines(plan),
         f"τ_max {fmt_time(plan.tau_max)}   σ_max {fmt_time(plan.sigma_max)}   regime {plan.regime}, M = {plan.M}",
         f"T_async {fmt_time(plan.T_async)} (Thm 2)   T_block {fmt_time(plan.T_block)} (Thm 3)",
         f"throughput {fmt_rate(plan.throughput)} micro-batches (1/{'τ' if plan.regime == 'async' else 'σ'}_max)"
@@ -67,7 +77,51 @@ def summary_lines(plan: Plan, even: Plan | str | None) -> list[str]:
     return lines
 
 
+def serving_lines(plan: Plan) -> list[str]:
+    """Decode tokens/s first (closed loop, partitioner.serving), then TPOT, TTFT and KV capacity."""
+    s = plan.serving
+    if s is None:
+        return []
+    cap = "not modelled (no KV sizes)" if s.max_sequences is None else f"{s.max_sequences} sequences"
+    if s.capacity_stage is not None and s.max_sequences is not None:
+        cap += f" (set by stage {s.capacity_stage}, {plan.stages[s.capacity_stage].device})"
+    ttft = "—" if s.ttft_s is None else fmt_time(s.ttft_s)
+    if s.ttft_chunked_s is not None and s.prefill_chunks > 1:
+        ttft += f" ({fmt_time(s.ttft_chunked_s)} in {s.prefill_chunks} chunks)"
+    return [
+        f"decode {s.tokens_per_s:,.4g} tokens/s ({s.tokens_per_s_per_gpu:,.4g}/GPU, "
+        f"{s.tokens_per_s_per_user:.4g}/user)   TPOT {fmt_time(s.tpot_s)}   TTFT {ttft}",
+        f"batch {s.batch} × {s.in_flight} in flight = {s.sequences} sequences at context {s.context}; "
+        f"KV capacity {cap}; bound: {s.binding.replace('_', ' ')} "
+        f"(round trip {fmt_time(s.round_trip_s)}, crossover K* = {s.crossover_in_flight:.3g})",
+    ]
+
+
+def frontier_table(plan: Plan) -> Any:
+    """The serve objective's Pareto frontier of tokens/s against TPOT."""
+    from rich.table import Table
+
+    table = Table(title="Pareto frontier: decode tokens/s against TPOT (serve)", title_justify="left")
+    for col in ("batch", "in flight", "tokens/s", "per GPU", "per user", "TPOT", "TTFT", "max seqs", "devices"):
+        table.add_column(col, justify="left" if col == "devices" else "right")
+    for p in plan.frontier:
+        table.add_row(
+            str(p["batch"]), str(p["in_flight"]), f"{p['tokens_per_s']:,.4g}", f"{p['tokens_per_s_per_gpu']:,.4g}",
+            f"{p['tokens_per_s_per_user']:.4g}", fmt_time(p["tpot_s"]),
+            "—" if p["ttft_s"] is None else fmt_time(p["ttft_s"]),
+            "—" if p["max_sequences"] is None else str(p["max_sequences"]), ",".join(p["devices"]),
+        )
+    return table
+
+
 def _gain_line(plan: Plan, even: Plan | str | None) -> str:
+    if plan.objective == "serve" and isinstance(even, Plan) and even.serving and plan.serving:
+        e, s = even.serving, plan.serving
+        return (
+            f"gain over even (vLLM) at its best batch {e.batch} × {e.in_flight}: tokens/s ×"
+            f"{s.tokens_per_s / e.tokens_per_s:.3g} ({e.tokens_per_s:,.4g} → {s.tokens_per_s:,.4g}), "
+            f"KV capacity {e.max_sequences} → {s.max_sequences} sequences"
+        )
     if even is None:
         return "gain over even (vLLM): this is the even split"
     if isinstance(even, str):
@@ -81,6 +135,14 @@ def _gain_line(plan: Plan, even: Plan | str | None) -> str:
 
 
 def _proof_line(plan: Plan) -> str:
+    if plan.objective == "serve":
+        gap = max(0.0, 1.0 - plan.lower_bound / plan.objective_value[0]) if plan.objective_value else 0.0
+        head = f"solver {plan.solver} per (batch, in flight), serve search over the batch grid: "
+        if plan.optimal:
+            return head + "proven optimal"
+        if plan.lower_bound <= 0:
+            return head + f"status {plan.status}: the grid was not searched to the end, no bound"
+        return head + f"tokens/s within {gap:.1%} of the upper bound {1 / plan.lower_bound:,.4g}"
     if plan.optimal:
         return f"solver {plan.solver}: proven optimal ({plan.objective}, {plan.regime})"
     gap = 0.0
@@ -95,11 +157,27 @@ def render_plan(plan: Plan, even: Plan | str | None) -> None:
     """Print the plan to the terminal."""
     from rich.console import Console
 
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=140)
+    console = Console(highlight=False, width=_width())
     console.print(stage_table(plan))
     if not plan.feasible:
         console.print(f"[bold red]infeasible:[/] {plan.reason}")
     for line in summary_lines(plan, even):
         console.print(line)
+    if plan.frontier:
+        console.print(frontier_table(plan))
+
+
+def _width() -> int:
+    """The terminal's width, also when stdout is piped ($COLUMNS, else whichever of stdout, stderr
+    or stdin is a terminal); 140 columns only when there is no terminal at all."""
+    import os
+    import shutil
+
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    for fd in (1, 2, 0):
+        try:
+            return os.get_terminal_size(fd).columns
+        except OSError:
+            continue
+    return shutil.get_terminal_size((140, 24)).columns

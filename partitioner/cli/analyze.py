@@ -120,8 +120,15 @@ def _render(result: Analysis, rho_note: str) -> None:
 @click.option("--M", "M", default="1", show_default=True, help="Number of micro-batches (integer >= 1).")
 @click.option("--rho", default=None, help="Overlap ratio in [0, 1] for T_real and the slope [default: 1].")
 @click.option("--measured", default=None, help="Measured makespans M1:T1,M2:T2,... : fit rho from them (§9).")
+@click.option("--in-flight", "in_flight", default=None,
+              help="Closed-loop decode: K micro-batches circulating (adds decode_* keys).")
+@click.option("--d-ret", "d_ret", default=None, help="Closed-loop decode: return latency last -> first stage (s).")
+@click.option("--batch", "batch", default=None, help="Closed-loop decode: sequences per micro-batch B.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
-def analyze(tau: str, d: str | None, M: str, rho: str | None, measured: str | None, as_json: bool) -> None:
+def analyze(
+    *, tau: str, d: str | None, M: str, rho: str | None, measured: str | None,
+    in_flight: str | None, d_ret: str | None, batch: str | None, as_json: bool,
+) -> None:
     """Closed-form makespans, biases, slack and overlap of a pipeline (theory.md Thms 1-3)."""
     import json
 
@@ -138,10 +145,55 @@ def analyze(tau: str, d: str | None, M: str, rho: str | None, measured: str | No
     if measured is not None:
         rho_v, note = _fit_rho(measured, tau_v, d_v), " (fitted from --measured)"
     result = run_analysis(tau_v, d_v, parse_int("--M", M), rho_v)
+    decode = _decode(tau_v, d_v, in_flight, d_ret, batch)
     if as_json:
         payload = result.to_dict()
         if measured is not None:
-            payload["measured"] = [list(p) for p in zip(*_measured(measured))]
+            payload["measured"] = [list(p) for p in zip(*_measured(measured), strict=True)]
+        payload.update(decode)
         click.echo(json.dumps(payload))
     else:
         _render(result, note)
+        if decode:
+            _render_decode(decode)
+
+
+def _decode(tau: list[float], d: list[float] | None, K: str | None, d_ret: str | None,
+            B: str | None) -> dict[str, Any]:
+    """Closed-loop decode (analysis.closed_loop): P = max(K·tau_max, Στ + Σd + d_ret) per round."""
+    if K is None and d_ret is None and B is None:
+        return {}
+    from partitioner.analysis.closed_loop import decode_bound, decode_crossover, decode_period
+
+    k = 1 if K is None else parse_int("--in-flight", K)
+    r = 0.0 if d_ret is None else parse_float("--d-ret", d_ret)
+    b = None if B is None else parse_int("--batch", B)
+    if b is not None and b < 1:
+        raise InputError(f"--batch must be an integer >= 1 (got {B!r})")
+    if k < 1:
+        raise InputError(f"--in-flight must be an integer >= 1 (got {K!r})")
+    if r < 0:
+        raise InputError(f"--d-ret must be a number of seconds >= 0 (got {d_ret!r})")
+    P = decode_period(tau, d, k, r)
+    per_round = k * (b or 1)
+    return {
+        "decode_in_flight": k,
+        "decode_d_ret": r,
+        "decode_period": P,
+        "decode_tokens_per_round": per_round,
+        "decode_throughput": per_round / P if P > 0 else None,
+        "decode_bound": decode_bound(tau, d, k, r),
+        "decode_crossover_in_flight": decode_crossover(tau, d, r),
+    }
+
+
+def _render_decode(decode: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Closed-loop decode: P = max(K tau_max, sum tau + sum d + d_ret) (max-plus cycle mean)")
+    for name in ("quantity", "value"):
+        table.add_column(name, no_wrap=True)
+    for key, value in decode.items():
+        table.add_row(key, _fmt(value))
+    Console().print(table)

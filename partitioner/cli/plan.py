@@ -9,6 +9,7 @@ import click
 __all__ = ["plan"]
 
 SOLVER_CHOICES = ["auto", "dp", "cpsat", "brute", "even", "memory", "params", "speed"]
+OBJECTIVES = ("balanced", "throughput", "makespan", "serve")  # = problem.OBJECTIVES, numpy-free (test_serving)
 EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpipe", "megatron", "json"]
 
 
@@ -18,12 +19,18 @@ EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpi
 @click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True, help="Micro-batches in flight.")
 @click.option("--regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True)
 @click.option(
-    "--objective", type=click.Choice(["balanced", "throughput", "makespan"]), default="balanced", show_default=True
+    "--objective", type=click.Choice(list(OBJECTIVES)), default="balanced", show_default=True,
+    help="serve: also choose the batch and micro-batches in flight for the most decode tokens/s.",
 )
 @click.option("--solver", type=click.Choice(SOLVER_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(["free", "fixed"]), default=None, help="Override the cluster file's order.")
 @click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="CP-SAT time limit in seconds.")
+@click.option("--tpot-ms", "tpot_ms", type=float, default=None, help="serve: time-per-output-token limit (ms).")
+@click.option("--ttft-ms", "ttft_ms", type=float, default=None,
+              help="serve: time-to-first-token limit (ms) for a prompt_tokens prompt.")
+@click.option("--max-batch", "max_batch", type=click.IntRange(min=1), default=None,
+              help="serve: largest batch per micro-batch to consider.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Also write the plan JSON here.")
 @click.option("--export", "export", type=click.Choice(EXPORT_CHOICES), default=None,
@@ -34,6 +41,7 @@ EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpi
               help="Tensor-parallel groups inside nodes: per stage, one degree, or whole machines "
                    "(default: auto if cluster.yaml has tp:, else off).")
 def plan(
+    *,
     model_file: str,
     cluster_file: str,
     M: int,
@@ -42,6 +50,9 @@ def plan(
     solver: str,
     order: str | None,
     time_limit: float | None,
+    tpot_ms: float | None,
+    ttft_ms: float | None,
+    max_batch: int | None,
     as_json: bool,
     out: str | None,
     export: str | None,
@@ -57,11 +68,20 @@ def plan(
     from partitioner.api import build_problem, solve_problem
     from partitioner.result import PLAN_FORMAT
 
+    _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
     problem = build_problem(
-        model_file, cluster_file, M=M, regime=regime, objective=objective, order=order, time_limit_s=time_limit
+        model_file, cluster_file, M=M, regime=regime,
+        objective="throughput" if objective == "serve" else objective, order=order, time_limit_s=time_limit,
     )
-    progress = None if as_json else _progress_printer()
-    result = solve_problem(problem, solver, progress)
+    if objective == "serve":
+        from partitioner.api import serve_plan
+
+        result = serve_plan(model_file, cluster_file, regime=regime, solver=solver, order=order,
+                            time_limit_s=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
+                            progress=_serve_progress)
+    else:
+        progress = None if as_json else _progress_printer()
+        result = solve_problem(problem, solver, progress)
     if out:
         from partitioner.cli._output import safe_write
 
@@ -71,7 +91,12 @@ def plan(
     elif export is None:
         from partitioner.cli._plan_view import render_plan
 
-        render_plan(result, _even_baseline(problem, solver))
+        if objective == "serve":
+            even = _even_serve(model_file, cluster_file, solver, regime=regime, order=order, time_limit_s=time_limit,
+                               tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch)
+        else:
+            even = _even_baseline(problem, solver)
+        render_plan(result, even)
     if export:
         _print_export(result, export)
 
@@ -80,6 +105,22 @@ def _cluster_has_tp(cluster_file: str) -> bool:
     from partitioner.models import load_cluster
 
     return load_cluster(cluster_file).tp is not None
+
+
+def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None) -> None:
+    from partitioner.errors import InputError
+
+    for name, value in (("--tpot-ms", tpot_ms), ("--ttft-ms", ttft_ms)):
+        if value is not None and not 0 < value < float("inf"):
+            raise InputError(f"{name} must be a number of milliseconds > 0 (got {value:g})")
+    given = [n for n, v in (("--tpot-ms", tpot_ms), ("--ttft-ms", ttft_ms), ("--max-batch", max_batch)) if v is not None]
+    if given and objective != "serve":
+        raise InputError(f"{given[0]} needs --objective serve (got --objective {objective})")
+
+
+def _serve_progress(batch: int, best: float, elapsed: float) -> None:
+    """The serve search's progress on stderr (after each batch size, once a second has passed)."""
+    click.echo(f"  serve {elapsed:6.2f}s  batch {batch} searched  best {best:,.4g} tokens/s", err=True)
 
 
 def _progress_printer() -> Any:
@@ -102,6 +143,19 @@ def _even_baseline(problem: Any, solver: str) -> Any:
 
     try:
         return solve_problem(problem, "even")
+    except PartitionerError as exc:
+        return str(exc)
+
+
+def _even_serve(model_file: str, cluster_file: str, solver: str, **kwargs: Any) -> Any:
+    """vLLM's even split with its best batch and in-flight count under the same limits."""
+    if solver == "even":
+        return None
+    from partitioner.api import serve_plan
+    from partitioner.errors import PartitionerError
+
+    try:
+        return serve_plan(model_file, cluster_file, solver="even", **kwargs)
     except PartitionerError as exc:
         return str(exc)
 

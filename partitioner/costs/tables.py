@@ -87,7 +87,7 @@ def _roofline_serving(arch: Any, workload: Any, hws: list[Hardware], s: Shape, w
         pre = dataclasses.replace(w, phase="prefill", B=1, in_flight=1)
         fl = [roofline.embed_flops(s, pre)] + [roofline.layer_flops(s, pre)] * s.L + [roofline.head_flops(s, pre)]
         by = [roofline.embed_bytes(s, pre)] + [roofline.layer_bytes(s, pre)] * s.L + [roofline.head_bytes(s, pre)]
-        out["prefill_cost"] = np.array([[roofline.roofline_time(f, b, hw) for f, b in zip(fl, by)] for hw in hws])
+        out["prefill_cost"] = np.array([[roofline.roofline_time(f, b, hw) for f, b in zip(fl, by, strict=True)] for hw in hws])
         cut = np.full(s.L + 2, roofline.cut_bytes(s, pre))
         cut[-1] = 0.0
         out["prefill_cut_bytes"] = cut
@@ -110,7 +110,7 @@ def _at(model: Any, where: tuple[Any, ...], value: Any, x: float, what: str) -> 
     return float(np.interp(x, sizes, [value[k] for k in sizes]))
 
 
-def _entry_cost(model: Any, index: int, entry: Any, devices: Any, field: str = "cost", x: float = 1.0) -> list[float]:
+def _entry_cost(model: Any, index: int, entry: Any, devices: Any, *, field: str = "cost", x: float = 1.0) -> list[float]:
     """Seconds of one profile entry on each device: device name first, then its GPU id; a batch
     table (``{batch: seconds}``) is interpolated at x (Helix interpolates its bs2time rows so)."""
     table = getattr(entry, field)
@@ -145,8 +145,8 @@ def profile_layers(model: Any, devices: Any) -> dict[str, Any]:
     names, kinds, cols, mem, cut, params, kv, pre = [], [], [], [], [], [], [], []
     has_prefill = all(e.prefill_cost is not None for e in model.layers)
     for index, entry in enumerate(model.layers):
-        col = _entry_cost(model, index, entry, devices, "cost", B)
-        pcol = _entry_cost(model, index, entry, devices, "prefill_cost", P) if has_prefill else None
+        col = _entry_cost(model, index, entry, devices, field="cost", x=B)
+        pcol = _entry_cost(model, index, entry, devices, field="prefill_cost", x=P) if has_prefill else None
         for k in range(entry.repeat):
             names.append(f"{entry.name}.{k}" if entry.repeat > 1 else entry.name)
             kinds.append(entry.kind)

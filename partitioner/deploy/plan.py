@@ -178,6 +178,8 @@ def plan_deployment(
     sizes = _sizes(tp)
     base = build_tables(model, cluster)
     order_ = order or str(getattr(cluster, "order", "free"))
+    if objective == "serve":  # the solvers' inner problem of the serve objective (serving.search)
+        objective = "throughput"
 
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
 

@@ -8,12 +8,21 @@ Forms 1-2 take a ``workload:`` section that the roofline cost model (partitioner
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from partitioner.models import catalog
-from partitioner.models.fields import Frozen, LocatedValueError, Name, NonNegative, NonNegativeInt, Positive, PositiveInt
+from partitioner.models.fields import (
+    Frozen,
+    LocatedValueError,
+    Name,
+    NonNegative,
+    NonNegativeInt,
+    Positive,
+    PositiveInt,
+)
 
 __all__ = ["Precision", "Architecture", "Workload", "LayerEntry", "ModelSpec"]
 
@@ -101,7 +110,7 @@ def _check_cost(value: dict[str, Any]) -> dict[str, Any]:
             sizes = list(table)
             if not sizes:
                 raise LocatedValueError((key,), "a batch table needs at least one size: seconds row")
-            for a, b in zip(sizes, sizes[1:]):
+            for a, b in itertools.pairwise(sizes):
                 if b <= a:
                     raise LocatedValueError((key,), f"batch sizes must increase (got {b} after {a})")
     return value
@@ -112,7 +121,8 @@ class LayerEntry(Frozen):
 
     A cost is seconds per micro-batch, or a table ``{1: s, 8: s, 32: s}`` of seconds at each
     batch size, interpolated linearly (an error outside it). `prefill_cost` is the same keyed by
-    prompt tokens (one prompt's pass, for the TTFT). `memory_gb` excludes the KV cache, which is
+    prompt tokens (one prompt's pass; the TTFT is reported when every entry has one). `memory_gb`
+    excludes the KV cache, which is
     kv_bytes_per_token per token of every sequence held (default 0: memory_gb is all of it).
     """
 

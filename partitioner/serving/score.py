@@ -124,7 +124,7 @@ def _prefill(t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...], reg
 
 def serving_of(
     t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...], m: Metrics, regime: str,
-    chunk_tokens: int = CHUNK_TOKENS,
+    *, chunk_tokens: int = CHUNK_TOKENS,
 ) -> Serving:
     """The Serving of a scored plan on tables `t` (batch and in_flight are the tables')."""
     B, K = t.batch, t.in_flight

@@ -112,7 +112,7 @@ def decode_period_batch(
     """Simulated steady-state round time of N configurations at once (deterministic times).
 
     Measured over the last half of the rounds; exact once the schedule is periodic (a max-plus
-    system is after a finite transient, Baccelli et al. 1992 Thm 3.109).
+    system is after a finite transient: Baccelli et al. 1992, ch. 3, cyclicity).
     """
     t = as_tau_batch(tau)
     N, S = t.shape

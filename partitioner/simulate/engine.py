@@ -67,6 +67,7 @@ def _send(
     m: int,
     s: int,
     c: np.ndarray,
+    *,
     d: np.ndarray,
     occupancy: np.ndarray | None,
     link_free: np.ndarray,
@@ -93,6 +94,7 @@ def run(
     occupancy: np.ndarray | None,
     beta: float,
     buffers: tuple[int | None, ...] | None,
+    *,
     record: bool = False,
     loop: Loop | None = None,
 ) -> Trace:
@@ -120,7 +122,8 @@ def run(
             b = np.maximum(arrival, free[s])
             c = rel = b + p[m, s]
             if s < S - 1:
-                _, ls, arrival, rel = _send(m, s, c, d, occupancy, link_free, beta, caps[s], release)
+                _, ls, arrival, rel = _send(m, s, c, d=d, occupancy=occupancy, link_free=link_free, beta=beta,
+                                            k=caps[s], release=release)
                 if record:
                     send_start[m, s], send_finish[m, s] = ls, arrival  # type: ignore[index]
             elif loop is not None:
