@@ -176,7 +176,7 @@ def _profile_rows(model: Any, cluster: Any, base: CostTables, groups: list[Group
         if key is not None and all(getattr(e, field) and key in getattr(e, field) for e in entries):
             row: list[float] = []
             for index, entry in enumerate(entries):
-                row += _entry_cost(model, index, entry, [_Key(key, key)], field, x) * entry.repeat
+                row += _entry_cost(model, index, entry, [_Key(key, key)], field=field, x=x) * entry.repeat
             rows.append(row)
             continue
         alpha, beta = _ring_link(cluster, gr.members)
