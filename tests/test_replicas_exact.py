@@ -197,3 +197,19 @@ def test_replica_split_for_serving_against_brute_force(seed: int) -> None:
     assert plan.serving.tpot_s >= best * (1 - 1e-9)
     if plan.optimal:
         assert plan.serving.tpot_s == pytest.approx(best, rel=1e-9)
+
+
+def test_greedy_mode_beyond_the_state_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Too many node kinds: a greedy deployment, disjoint, not proven, under the fluid bound, and
+    never better than the exact recursion."""
+    import partitioner.deploy.replicas as rep
+
+    model, cluster = _instance(5)
+    exact = plan_deployment(model, cluster, replicas="auto", tp="off")
+    monkeypatch.setattr(rep, "MAX_STATES", 1)
+    d = plan_deployment(model, cluster, replicas="auto", tp="off")
+    assert not d.optimal and d.stopped == "greedy"
+    assert d.tokens_per_s <= exact.tokens_per_s * (1 + 1e-9)
+    assert d.upper_bound_tokens_per_s >= exact.tokens_per_s * (1 - 1e-9)
+    used = [st.device for p in d.replicas for st in p.stages]
+    assert len(used) == len(set(used))

@@ -53,7 +53,7 @@ def _sizes(tp: str) -> tuple[int, ...] | None:
 
 
 def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray,
-                   need: float) -> Callable[[list[int]], float]:
+                   need: float) -> tuple[Callable[[list[int]], float], Callable[[list[int]], float]]:
     """bound(devices) >= the tokens/s of any pipeline on them: min(B/τ_lb, K·B/R_lb) with
     τ_lb = L_dec / Σ r_g (replicas.py) and R_lb = Σ_l min_g low[g][l] + S_min·α_min + (S_min - 1)·b_min/β_max
     the least round trip (S_min stages by memory; S_min - 1 links each at least the least latency
@@ -101,7 +101,11 @@ def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows
             return 0.0
         return min(B / tau_lb, K * B / rt_lb) if rt_lb > 0 else B / tau_lb
 
-    return bound
+    def fluid(devices: list[int]) -> float:
+        """B / τ_lb alone: additive over disjoint replicas, so a bound for a whole deployment."""
+        return float(B * r[devices].sum() / len(dec))
+
+    return bound, fluid
 
 
 def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callable[[CostTables], Problem],
@@ -217,7 +221,8 @@ def plan_deployment(
                     rates[g] = max(rates.get(g, 0.0), float(1.0 / row.min()) / gr.t)
                     lows[g] = np.minimum(lows[g], full)
     nk = node_kinds(cluster)
-    found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=_replica_bound(base, cluster, rates, lows, need),
+    bound, fluid = _replica_bound(base, cluster, rates, lows, need)
+    found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=bound, fluid=fluid,
                             time_limit_s=time_limit_s, progress=progress)
     used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)

@@ -42,6 +42,8 @@ from partitioner.errors import InfeasibleError, InputError
 __all__ = ["NodeKinds", "node_kinds", "ReplicaSearch", "search_replicas", "MAX_VECTORS"]
 
 MAX_VECTORS = 4000
+MAX_STATES = 50_000  # prod(N_k + 1): above it the recursion's states are too many; greedy instead
+GREEDY_WIDTH = 12
 Value = Callable[[list[int]], Any]  # devices -> Plan (or raises InfeasibleError)
 Progress = Callable[[int, int, float], None]  # (solved, total, best tokens/s)
 
@@ -112,6 +114,7 @@ def search_replicas(
     replicas: int | None,
     fits: Callable[[list[int]], bool],
     bound: Callable[[list[int]], float],
+    fluid: Callable[[list[int]], float] | None = None,
     time_limit_s: float | None = None,
     progress: Progress | None = None,
     max_vectors: int = MAX_VECTORS,
@@ -144,6 +147,8 @@ def search_replicas(
                 progress(counter[0], len(vectors), max(t for t, _ in memo.values()))
         return memo[x][0]
 
+    if math.prod(n + 1 for n in N) > MAX_STATES:
+        return _greedy(nk, N, vectors, ub=ub, v=v, memo=memo, value=value, replicas=replicas, fluid=fluid, start=start)
     F = _recursion(N, ub.__getitem__, list(ub), replicas, None)
     stopped = ""
     try:
@@ -169,6 +174,42 @@ def search_replicas(
         upper_bound=total if optimal else max(top, total), solved=len(memo),
         wall_time_s=time.perf_counter() - start, stopped=stopped,
     )
+
+
+def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *, ub: dict[tuple[int, ...], float],
+            v: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, ...], tuple[float, Any]], value: Value,
+            replicas: int | None, fluid: Callable[[list[int]], float] | None, start: float) -> ReplicaSearch:
+    """Too many node kinds for the exact recursion: take replicas one at a time, each the best
+    tokens/s per GPU among the GREEDY_WIDTH vectors of highest bound per GPU that still fit, until
+    none is left (or `replicas` are placed). Not proven; the upper bound is the fluid bound of
+    the whole cluster (B·Σ_g r_g / L_dec, additive over replicas)."""
+    gpus = {x: len(nk.devices(x)) for x in vectors}
+    n, stopped = N, ""
+    chosen: list[tuple[int, ...]] = []
+    try:
+        while replicas is None or len(chosen) < replicas:
+            fit = [x for x in vectors if ub[x] > 0 and all(a <= b for a, b in zip(x, n, strict=True))]
+            fit.sort(key=lambda x: -ub[x] / gpus[x])
+            scored = [(v(x) / gpus[x], x) for x in fit[:GREEDY_WIDTH]]
+            scored = [sx for sx in scored if sx[0] > 0]
+            if not scored:
+                break
+            x = max(scored)[1]
+            chosen.append(x)
+            n = tuple(b - a for a, b in zip(x, n, strict=True))
+    except _Stop as stop:
+        stopped = str(stop)
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    if not chosen or (replicas is not None and len(chosen) < replicas):
+        raise InfeasibleError(f"the greedy replica search placed {len(chosen)} replicas"
+                              + (f" before it stopped ({stopped})" if stopped else ""))
+    plans = [_place(nk, chosen, k, memo, value) for k in range(len(chosen))]
+    total = math.fsum(memo[x][0] for x in chosen)
+    every = [g for k, nodes in enumerate(nk.kinds) for node in nodes for g in node]
+    top = fluid(every) if fluid is not None else math.inf
+    return ReplicaSearch(vectors=chosen, plans=plans, total=total, optimal=False, upper_bound=max(top, total),
+                         solved=len(memo), wall_time_s=time.perf_counter() - start, stopped=stopped or "greedy")
 
 
 def _r(N: tuple[int, ...], replicas: int | None) -> int:
