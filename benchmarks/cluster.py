@@ -39,17 +39,23 @@ LAYOUTS = {
 INI = {"cluster24": "single_cluster/config/cluster24.ini", "cluster42": "high_heterogeneity/config/cluster42.ini"}
 
 
-def _separate(helix: Path, name: str, cluster: dict) -> list:
+def _separate(helix: Path, name: str, cluster: dict) -> tuple[list, list[str]]:
+    """Helix's per-type pipelines placed on this cluster's machines; those whose machines the
+    cluster does not have (cluster42's v100_t4 file lists 8 V100s, the cluster has 6) are skipped."""
     base, kinds = LAYOUTS[name]
     taken: set[str] = set()
-    replicas = []
+    replicas, skipped = [], []
     for kind in kinds:
         d = helix / AE / base / "separate"
         sol, sim = ((d / f"{kind}_solution_file.ini", d / f"{kind}_simulator_cluster.ini") if name == "cluster24"
                     else (d / kind / "solution_file.ini", d / kind / "simulator_cluster.ini"))
         nodes = layout(sol, sim)
-        replicas += layout_for_cluster(nodes, [list(range(len(nodes)))], cluster, taken)
-    return replicas
+        try:
+            replicas += layout_for_cluster(nodes, [list(range(len(nodes)))], cluster, set(taken))
+            layout_for_cluster(nodes, [list(range(len(nodes)))], cluster, taken)
+        except ValueError as exc:
+            skipped.append(f"{kind}: {exc}")
+    return replicas, skipped
 
 
 def _chains(helix: Path, name: str, which: str, cluster: dict) -> tuple[list, int]:
@@ -90,7 +96,10 @@ def run_helix(helix: Path, in_flight: int, time_limit: float) -> None:
             print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  {shape}")
         if dep.unused:
             print(f"      unused: {len(dep.unused)} GPUs")
-        layouts = [("Helix separate pipelines", _separate(helix, name, cdict), 0)]
+        sep, skipped = _separate(helix, name, cdict)
+        layouts = [("Helix separate pipelines", sep, 0)]
+        for why in skipped:
+            print(f"      (separate pipeline skipped: {why})")
         for which in ("petals", "swarm", "ilp"):
             reps, left = _chains(helix, name, which, cdict)
             layouts.append((f"Helix {which} (disjoint chains)", reps, left))

@@ -9,8 +9,9 @@ default under ../shared/data/helix (PARTITIONER_SHARED overrides ../shared).
   Links: the ini's per-pair bandwidth/latency (all equal in cluster24 and cluster42), intra-node
   PCIe 4 (GCP's L4 and T4 machines have no NVLink).
 - `profile_yaml(model_dir, batch, in_flight, context)`: a `layers:` profile of the decoder
-  layers with Helix's measured decode seconds per layer as batch tables for every GPU id and
-  measured TP group (``l4x2``, ``t4x2``, ``t4x4``: partitioner.costs.tp.group_key).
+  layers with Helix's measured seconds per layer as batch tables for every GPU id and measured
+  TP group (``l4x2``, ``t4x2``, ``t4x4``: partitioner.costs.tp.group_key), written by
+  bs2time_to_profile.py (the serving model's converter) with these extra keys.
 - `layout(solution.ini, simulator_cluster.ini)`: Helix's per-node layer lists as
   (machine type, first layer, end layer) in file order; `chains(...)` splits them into
   disjoint pipelines (see its doc).
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import configparser
-import csv
 import os
 import re
 from pathlib import Path
@@ -37,10 +37,6 @@ GPU_IDS: dict[str, tuple[str, int]] = {
 # 125 TFLOPS tensor, 15.7 TFLOPS FP32), an inline GPU spec.
 V100 = {"name": "v100", "memory_gb": 16, "bandwidth_gb_s": 900, "tensor_tflops": 125, "fp32_tflops": 15.7,
         "compute_capability": "7.0", "source": "NVIDIA V100 datasheet (SXM2 16 GB)"}
-# LLaMA-2-70B (meta-llama/Llama-2-70b-hf config.json): h 8192, 8 KV heads of 128, bf16.
-LAYER_WEIGHT_GB = 855_654_400 * 2 / 1e9
-KV_BYTES_PER_TOKEN = 2 * 8 * 128 * 2
-HIDDEN = 8192
 
 
 def shared_root() -> Path:
@@ -91,29 +87,21 @@ def cluster_yaml(cluster_ini: Path, name: str) -> dict[str, Any]:
     }
 
 
-def _bs2time(path: Path) -> dict[int, float]:
-    with open(path) as fh:
-        return {int(a): float(b) / 1e3 for a, b in csv.reader(fh) if int(a) > 0}
+# Helix GPU directory -> profile key: catalogue ids, the inline v100, and measured TP groups
+# under partitioner.costs.tp.group_key's names.
+PROFILE_KEYS = {"a100": "a100-40gb", "l4": "l4", "t4": "t4", "v100": "v100", "l4x2": "l4x2", "t4x2": "t4x2",
+                "t4x4": "t4x4"}
 
 
 def profile_yaml(model_dir: Path, *, batch: int = 8, in_flight: int = 1, context: int = 1024) -> dict[str, Any]:
-    """LLaMA-2-70B decode per decoder layer from `decode_bs2time.csv` of each GPU directory."""
-    cost: dict[str, dict[int, float]] = {}
-    for sub in sorted(p for p in model_dir.iterdir() if (p / "decode_bs2time.csv").is_file()):
-        m = re.fullmatch(r"([a-z0-9]+?)(x\d+)?", sub.name)
-        if not m:
-            continue
-        gpu = {"a100": "a100-40gb"}.get(m.group(1), m.group(1))
-        cost[gpu + (m.group(2) or "")] = _bs2time(sub / "decode_bs2time.csv")
-    return {
-        "name": f"Llama-2-70B (Helix decode profile, {model_dir.name})",
-        "workload": {"batch": batch, "in_flight": in_flight, "context": context},
-        "layers": [{
-            "name": "layer", "repeat": 80, "cost": cost, "memory_gb": round(LAYER_WEIGHT_GB, 6),
-            "kv_bytes_per_token": KV_BYTES_PER_TOKEN, "out_bytes": batch * HIDDEN * 2 * 2,
-            "params": 855_654_400,
-        }],
-    }
+    """LLaMA-2-70B decode (and prefill) per decoder layer from every GPU directory, by the
+    serving model's converter (bs2time_to_profile.convert) with the V100 and the TP groups."""
+    import yaml
+    from bs2time_to_profile import convert
+
+    doc = yaml.safe_load(convert(model_dir, "llama-2-70b", gpus=PROFILE_KEYS, batch=batch, context=context))
+    doc["workload"]["in_flight"] = in_flight
+    return doc
 
 
 def layout(solution_ini: Path, simulator_ini: Path) -> list[tuple[str, int, int]]:
