@@ -43,7 +43,7 @@ __all__ = ["NodeKinds", "node_kinds", "ReplicaSearch", "search_replicas", "MAX_V
 
 MAX_VECTORS = 4000
 MAX_STATES = 50_000  # prod(N_k + 1): above it the recursion's states are too many; greedy instead
-GREEDY_WIDTH = 12
+GREEDY_WIDTH = 24
 Value = Callable[[list[int]], Any]  # devices -> Plan (or raises InfeasibleError)
 Progress = Callable[[int, int, float], None]  # (solved, total, best tokens/s)
 
@@ -181,26 +181,39 @@ def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *
             replicas: int | None, fluid: Callable[[list[int]], float] | None, start: float) -> ReplicaSearch:
     """Too many node kinds for the exact recursion: take replicas one at a time, each the best
     tokens/s per GPU among the GREEDY_WIDTH vectors of highest bound per GPU that still fit, until
-    none is left (or `replicas` are placed). Not proven; the upper bound is the fluid bound of
+    none is left (or `replicas` are placed); again by tokens/s itself; keep the better. Not proven; the upper bound is the fluid bound of
     the whole cluster (B·Σ_g r_g / L_dec, additive over replicas)."""
     gpus = {x: len(nk.devices(x)) for x in vectors}
-    n, stopped = N, ""
-    chosen: list[tuple[int, ...]] = []
-    try:
-        while replicas is None or len(chosen) < replicas:
+    stopped = ""
+    best: list[tuple[int, ...]] = []
+
+    def run(per_gpu: bool) -> list[tuple[int, ...]]:
+        n, out = N, []
+        while replicas is None or len(out) < replicas:
             fit = [x for x in vectors if ub[x] > 0 and all(a <= b for a, b in zip(x, n, strict=True))]
-            fit.sort(key=lambda x: -ub[x] / gpus[x])
-            scored = [(v(x) / gpus[x], x) for x in fit[:GREEDY_WIDTH]]
+            fit.sort(key=lambda x: -ub[x] / (gpus[x] if per_gpu else 1))
+            scored = [(v(x) / (gpus[x] if per_gpu else 1), x) for x in fit[:GREEDY_WIDTH]]
             scored = [sx for sx in scored if sx[0] > 0]
             if not scored:
                 break
             x = max(scored)[1]
-            chosen.append(x)
+            out.append(x)
             n = tuple(b - a for a, b in zip(x, n, strict=True))
+        return out
+
+    def total_of(xs: list[tuple[int, ...]]) -> float:
+        return math.fsum(memo[x][0] for x in xs)
+
+    try:
+        for per_gpu in (True, False):  # two greedy rules: tokens/s per GPU, then tokens/s
+            got = run(per_gpu)
+            if (replicas is None or len(got) == replicas) and total_of(got) > total_of(best):
+                best = got
     except _Stop as stop:
         stopped = str(stop)
     except KeyboardInterrupt:
         stopped = "interrupted"
+    chosen = best
     if not chosen or (replicas is not None and len(chosen) < replicas):
         raise InfeasibleError(f"the greedy replica search placed {len(chosen)} replicas"
                               + (f" before it stopped ({stopped})" if stopped else ""))
