@@ -213,3 +213,16 @@ def test_greedy_mode_beyond_the_state_limit(monkeypatch: pytest.MonkeyPatch) -> 
     assert d.upper_bound_tokens_per_s >= exact.tokens_per_s * (1 - 1e-9)
     used = [st.device for p in d.replicas for st in p.stages]
     assert len(used) == len(set(used))
+
+
+def test_cli_export_with_replicas_is_a_one_line_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from partitioner.cli import main
+
+    model = tmp_path / "m.yaml"
+    model.write_text("name: m\nlayers:\n  - {name: layer, repeat: 4, cost: {l4: 0.007}, memory_gb: 10.0}\n")
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("devices:\n" + "".join(f"  - {{name: l{i}, gpu: l4, node: n{i}}}\n" for i in range(4)))
+    res = CliRunner().invoke(main, ["plan", str(model), str(cluster), "--replicas", "2", "--export", "vllm"])
+    assert res.exit_code == 2 and "--export vllm takes one pipeline" in res.output

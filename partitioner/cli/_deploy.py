@@ -18,11 +18,15 @@ __all__ = ["run_deploy", "render_deployment"]
 
 def run_deploy(model_file: str, cluster_file: str, *, replicas: str, tp: str | None, M: int, regime: str,
                objective: str, solver: str, order: str | None, time_limit: float | None, as_json: bool,
-               out: str | None) -> None:
+               out: str | None, export: str | None = None) -> None:
     """Plan, print (table or JSON) and optionally write the result."""
     from partitioner.deploy.plan import parse_replicas, plan_deployment
+    from partitioner.errors import InputError
 
     count = parse_replicas(replicas)
+    if export and count != 1:
+        raise InputError(f"--export {export} takes one pipeline; with --replicas use --json (one launch per "
+                         "replica is not exported yet)")
     with _progress(enabled=count != 1) as progress:
         result = plan_deployment(model_file, cluster_file, replicas=count, tp=tp, M=M, regime=regime,
                                  objective=objective, solver=solver, order=order, time_limit_s=time_limit,
@@ -36,6 +40,10 @@ def run_deploy(model_file: str, cluster_file: str, *, replicas: str, tp: str | N
         safe_write(out, result.to_json(), inputs=(model_file, cluster_file), marker=marker)
     if as_json:
         click.echo(result.to_json(), nl=False)
+    elif export:
+        from partitioner.cli.plan import _print_export
+
+        _print_export(result, export)
     elif count == 1:
         from partitioner.cli._plan_view import render_plan
 

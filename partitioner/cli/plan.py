@@ -64,7 +64,7 @@ def plan(
         from partitioner.cli._deploy import run_deploy
 
         return run_deploy(model_file, cluster_file, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
-                          solver=solver, order=order, time_limit=time_limit, as_json=as_json, out=out)
+                          solver=solver, order=order, time_limit=time_limit, as_json=as_json, out=out, export=export)
     from partitioner.api import build_problem, solve_problem
     from partitioner.result import PLAN_FORMAT
 
