@@ -43,7 +43,7 @@ __all__ = ["NodeKinds", "node_kinds", "ReplicaSearch", "search_replicas", "MAX_V
 
 MAX_VECTORS = 4000
 MAX_STATES = 50_000  # prod(N_k + 1): above it the recursion's states are too many; greedy instead
-GREEDY_WIDTH = 24
+GREEDY_WIDTH = 12
 Value = Callable[[list[int]], Any]  # devices -> Plan (or raises InfeasibleError)
 Progress = Callable[[int, int, float], None]  # (solved, total, best tokens/s)
 
@@ -187,8 +187,11 @@ def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *
     stopped = ""
     best: list[tuple[int, ...]] = []
 
+    partial: list[tuple[int, ...]] = []
+
     def run(per_gpu: bool) -> list[tuple[int, ...]]:
-        n, out = N, []
+        n, out = N, partial
+        out.clear()
         while replicas is None or len(out) < replicas:
             fit = [x for x in vectors if ub[x] > 0 and all(a <= b for a, b in zip(x, n, strict=True))]
             fit.sort(key=lambda x: -ub[x] / (gpus[x] if per_gpu else 1))
@@ -206,13 +209,15 @@ def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *
 
     try:
         for per_gpu in (True, False):  # two greedy rules: tokens/s per GPU, then tokens/s
-            got = run(per_gpu)
+            got = list(run(per_gpu))
             if (replicas is None or len(got) == replicas) and total_of(got) > total_of(best):
                 best = got
     except _Stop as stop:
         stopped = str(stop)
     except KeyboardInterrupt:
         stopped = "interrupted"
+    if stopped and total_of(partial) > total_of(best) and (replicas is None or len(partial) == replicas):
+        best = list(partial)  # the interrupted rule's replicas so far
     chosen = best
     if not chosen or (replicas is not None and len(chosen) < replicas):
         raise InfeasibleError(f"the greedy replica search placed {len(chosen)} replicas"
