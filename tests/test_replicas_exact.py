@@ -226,3 +226,53 @@ def test_cli_export_with_replicas_is_a_one_line_error(tmp_path) -> None:  # type
     cluster.write_text("devices:\n" + "".join(f"  - {{name: l{i}, gpu: l4, node: n{i}}}\n" for i in range(4)))
     res = CliRunner().invoke(main, ["plan", str(model), str(cluster), "--replicas", "2", "--export", "vllm"])
     assert res.exit_code == 2 and "--export vllm takes one pipeline" in res.output
+
+
+def test_ctrl_c_and_time_limit_return_the_best_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt in a replica solve, or the time limit, stops the search with the best
+    deployment of the replicas solved so far, marked not proven, with its bound."""
+    import partitioner.deploy.plan as plan_mod
+
+    model, cluster = _instance(5)
+    exact = plan_deployment(model, cluster, replicas="auto", tp="off")
+    real = plan_mod.replica_planner
+    calls = {"n": 0}
+
+    def interrupting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        inner = real(*args, **kwargs)
+
+        def planner(devices):  # type: ignore[no-untyped-def]
+            calls["n"] += 1
+            if calls["n"] == 4:  # one Ctrl-C during the fourth replica solve
+                raise KeyboardInterrupt
+            return inner(devices)
+
+        return planner
+
+    monkeypatch.setattr(plan_mod, "replica_planner", interrupting)
+    d = plan_deployment(model, cluster, replicas="auto", tp="off")
+    assert d.stopped == "interrupted" and not d.optimal
+    assert 0 < d.tokens_per_s <= exact.tokens_per_s * (1 + 1e-9) <= d.upper_bound_tokens_per_s * (1 + 1e-9)
+    assert any("search stopped" in n for n in d.notes)
+    monkeypatch.setattr(plan_mod, "replica_planner", real)
+    with pytest.raises(InfeasibleError, match="stopped"):
+        plan_deployment(model, cluster, replicas="auto", tp="off", time_limit_s=1e-9)
+
+
+def test_tp_notes_say_what_engines_cannot_express() -> None:
+    from partitioner.deploy.deployment import tp_notes
+
+    layers = [{"name": "layer", "repeat": 4, "cost": {"l4": 0.007, "a100-40gb": 0.0014}, "memory_gb": 9.0}]
+    model = ModelSpec.model_validate({"name": "m", "layers": layers})
+    cluster = ClusterSpec.model_validate({"devices": [{"name": "l0", "gpu": "l4", "node": "n0"},
+                                                      {"name": "a0", "gpu": "a100-40gb", "node": "n0"},
+                                                      {"name": "l1", "gpu": "l4", "node": "n1"}], "tp": [1, 2]})
+    from partitioner.deploy.layout import score_layout
+
+    d = score_layout(model, cluster, [[{"devices": ["l0", "a0"], "layers": [0, 3]}, {"devices": ["l1"], "layers": [3, 4]}]])
+    notes = tp_notes(d.replicas[0])
+    assert any("not expressible by vllm, sglang, trtllm" in n for n in notes)
+    assert any("mixes GPU types" in n and "slowest" in n for n in notes)
+    assert d.replicas[0].to_dict()["stages"][0]["note"].startswith("mixed GPU types")
+    uniform = plan_deployment(model, cluster, tp="uniform")
+    assert len({st.tp for st in uniform.stages}) == 1 and not any("not expressible" in n for n in uniform.notes)
