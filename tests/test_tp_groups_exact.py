@@ -40,7 +40,7 @@ def _instance(seed: int) -> tuple[ModelSpec, ClusterSpec]:
     return model, cluster
 
 
-def _brute(model: ModelSpec, cluster: ClusterSpec, objective: str) -> tuple[float, ...] | None:
+def _brute(model: ModelSpec, cluster: ClusterSpec, objective: str, uniform: bool = False) -> tuple[float, ...] | None:
     groups = candidate_groups(cluster)
     t = group_tables(model, cluster, groups)
     problem = Problem(t, M=4, objective=objective)  # type: ignore[arg-type]
@@ -48,6 +48,8 @@ def _brute(model: ModelSpec, cluster: ClusterSpec, objective: str) -> tuple[floa
     for S in range(1, min(len(groups), t.L) + 1):
         for seq in itertools.permutations(range(len(groups)), S):
             if not disjoint([groups[r] for r in seq]):
+                continue
+            if uniform and len({groups[r].t for r in seq}) > 1:
                 continue
             for inner in itertools.combinations(range(1, t.L), S - 1):
                 m = evaluate(problem, seq, (0, *inner, t.L))
@@ -91,5 +93,7 @@ def test_uniform_tp_is_the_best_single_degree(seed: int) -> None:
         return
     degrees = {gp.groups[r].t for r in gp.solution.devices}
     assert len(degrees) == 1
+    want = _brute(model, cluster, "balanced", uniform=True)
+    assert want is not None and lex_compare(gp.solution.objective, want) == 0 and gp.proven
     free = solve_groups(model, cluster, make, solve)
     assert lex_compare(free.solution.objective, gp.solution.objective) <= 0

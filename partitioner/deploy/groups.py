@@ -123,19 +123,21 @@ def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
         degrees = sorted({s for g in devices for s in cluster.tp_sizes(cluster.devices[g].node)})
         if sizes is not None:
             degrees = [s for s in degrees if s in sizes]
-        best: GroupPlan | None = None
+        found: list[GroupPlan] = []
         for t in degrees:
             try:
-                gp = _solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=(t,), base=base,
-                                  max_configs=max_configs)
+                found.append(_solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=(t,), base=base,
+                                          max_configs=max_configs))
             except InfeasibleError:
-                continue
+                continue  # no plan with every stage at degree t
+        best: GroupPlan | None = None
+        for gp in found:
             if best is None or lex_compare(gp.solution.objective, best.solution.objective) < 0:
-                best = dataclasses.replace(gp, proven=gp.proven and best.proven if best else gp.proven,
-                                           lower_bound=min(gp.lower_bound, best.lower_bound) if best else gp.lower_bound)
-            elif best is not None:
-                best = dataclasses.replace(best, proven=best.proven and gp.proven,
-                                           lower_bound=min(gp.lower_bound, best.lower_bound))
+                best = gp
+        if best is not None:  # proven only if every degree's optimum is; the bound is the least one
+            best = dataclasses.replace(best, proven=all(gp.proven for gp in found),
+                                       lower_bound=min(gp.lower_bound for gp in found),
+                                       subproblems=sum(gp.subproblems for gp in found))
         if best is None:
             raise InfeasibleError(explain_infeasible(_base(model, cluster, base)))
         return best
