@@ -3,7 +3,8 @@
 Public API (imported lazily, so `import partitioner` is cheap):
 
 - `plan(model, cluster, *, M=8, regime="async", objective="balanced", solver="auto",
-  order=None, time_limit_s=None) -> Plan`
+  order=None, time_limit_s=None, replicas=1, tp=None) -> Plan` (a `Deployment` of weighted
+  plans when replicas != 1)
 - `load_model(path)`, `load_cluster(path)`, `build_tables(model, cluster)`
 - `analyze(tau, d=None, M=1, rho=1.0)`, `simulate(tau, d, M, regime)`
 - `Plan`, `Problem`, `CostTables`, `Solution` and the errors under `PartitionerError`.
@@ -31,6 +32,7 @@ __all__ = [
     "simulate",
     "Plan",
     "StagePlan",
+    "Deployment",
     "Problem",
     "CostTables",
     "Solution",
@@ -51,6 +53,7 @@ _LAZY = {
     "simulate": "partitioner.simulate",
     "Plan": "partitioner.result",
     "StagePlan": "partitioner.result",
+    "Deployment": "partitioner.deploy.deployment",
     "Problem": "partitioner.problem",
     "CostTables": "partitioner.problem",
     "Solution": "partitioner.problem",

@@ -101,15 +101,25 @@ def plan(
     ttft_ms: float | None = None,
     max_batch: int | None = None,
     engine: str | None = None,
-) -> Plan:
+    replicas: int | str = 1,
+    tp: str | None = None,
+) -> Any:
     """Plan which GPUs, in what order, hold which layers (issue 4).
 
     `objective="serve"` also chooses the batch and the micro-batches in flight that maximise
     decode tokens/s under `tpot_ms`, `ttft_ms` and `max_batch` (`serve_plan`).
+    `replicas` ("auto" or N > 1) and `tp` ("auto", "uniform", "node"; default: "auto" when
+    cluster.yaml has `tp:`, else "off") plan TP groups and several pipelines
+    (partitioner.deploy.plan); with replicas != 1 the result is a `Deployment`.
     Raises `ConfigError` for bad files, `InfeasibleError` when nothing fits, and
     `InputError` for bad arguments; all are `PartitionerError`s.
     """
     model, cluster = load_inputs(model, cluster)
+    if replicas != 1 or tp not in (None, "off") or (tp is None and getattr(cluster, "tp", None) is not None):
+        from partitioner.deploy.plan import plan_deployment
+
+        return plan_deployment(model, cluster, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
+                               solver=solver, order=order, time_limit_s=time_limit_s)
     if objective == "serve":
         result = serve_plan(model, cluster, regime=regime, solver=solver, order=order, time_limit_s=time_limit_s,
                             tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine)

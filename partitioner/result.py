@@ -47,8 +47,13 @@ class StagePlan:
     memory_gb: float
     capacity_gb: float
     ordinal: int = 0  # position among the cluster's devices on the same node (listed order)
+    members: tuple[str, ...] = ()  # a tensor-parallel group's devices (partitioner.costs.groups)
+    tp: int = 1
 
     def to_dict(self) -> dict[str, Any]:
+        group: dict[str, Any] = {} if self.tp == 1 else {"devices": list(self.members), "tp": self.tp}
+        if self.tp > 1 and "+" in self.gpu:
+            group["note"] = "mixed GPU types: the group runs at its slowest member"
         return {
             "device": self.device,
             "gpu": self.gpu,
@@ -66,6 +71,7 @@ class StagePlan:
             "memory_gb": self.memory_gb,
             "capacity_gb": self.capacity_gb,
             "ordinal": self.ordinal,
+            **group,
         }
 
 
@@ -90,6 +96,7 @@ class Plan:
     meta: dict[str, Any] = field(default_factory=dict)  # partitioner.metadata.plan_metadata
     serving: Serving | None = None  # closed-loop decode numbers (partitioner.serving.score)
     frontier: tuple[dict[str, Any], ...] = ()  # serve objective: Pareto points tokens/s vs TPOT
+    notes: tuple[str, ...] = ()  # TP groups: what engines cannot express (partitioner.deploy)
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -276,6 +283,7 @@ class Plan:
             "violating_links": self.violating_links(),
             "serving": self._serving_dict(),
             **({"serving_frontier": list(self.frontier)} if self.frontier else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def _serving_dict(self) -> dict[str, Any] | None:

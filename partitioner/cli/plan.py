@@ -39,6 +39,11 @@ ENGINES = ("generic", "llamacpp", "vllm", "sglang", "trtllm")  # = catalog.ids("
 @click.option("--engine", "engine", type=click.Choice(list(ENGINES)), default=None,
               help="Cost the plan with this engine's overheads and search only device orders it can launch "
                    "(vLLM's Ray rank order, equal stages per node); default: the files' engine: setting.")
+@click.option("--replicas", default="1", show_default=True, metavar="auto|N",
+              help="Disjoint pipelines maximising total tokens/s ('auto': the best count).")
+@click.option("--tp", type=click.Choice(["auto", "uniform", "node", "off"]), default=None,
+              help="Tensor-parallel groups inside nodes: per stage, one degree, or whole machines "
+                   "(default: auto if cluster.yaml has tp:, else off).")
 def plan(
     *,
     model_file: str,
@@ -56,8 +61,15 @@ def plan(
     out: str | None,
     export: str | None,
     engine: str | None,
+    replicas: str = "1",
+    tp: str | None = None,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
+    if replicas.strip() != "1" or tp not in (None, "off") or (tp is None and _cluster_has_tp(cluster_file)):
+        from partitioner.cli._deploy import run_deploy
+
+        return run_deploy(model_file, cluster_file, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
+                          solver=solver, order=order, time_limit=time_limit, as_json=as_json, out=out, export=export)
     from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
     from partitioner.result import PLAN_FORMAT
 
@@ -104,6 +116,12 @@ def plan(
         render_plan(result, even)
     if export:
         _print_export(result, export)
+
+
+def _cluster_has_tp(cluster_file: str) -> bool:
+    from partitioner.models import load_cluster
+
+    return load_cluster(cluster_file).tp is not None
 
 
 def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None) -> None:

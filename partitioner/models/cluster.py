@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from partitioner.models import catalog
-from partitioner.models.fields import Fraction, Frozen, LocatedValueError, Name, NonNegative, Positive
+from partitioner.models.fields import Fraction, Frozen, LocatedValueError, Name, NonNegative, Positive, PositiveInt
 
 __all__ = ["GpuSpec", "LinkSpec", "Links", "Pair", "Device", "NodeSpec", "ClusterSpec", "resolve_gpu", "resolve_link"]
 
@@ -251,6 +251,9 @@ class ClusterSpec(Frozen):
     order: Literal["free", "fixed"] = "free"
     reserve_gb: NonNegative = 1.0
     engine: str | None = None  # presets/engines.yaml id: per-token, per-hop overheads and eta scales
+    # tensor-parallel degrees a stage may use inside one node: a list for every node, or
+    # {default: [...], <node>: [...]} per node; None: 1, 2, 4, 8 (partitioner.costs.tp)
+    tp: tuple[PositiveInt, ...] | dict[str, tuple[PositiveInt, ...]] | None = None
 
     @field_validator("engine")
     @classmethod
@@ -284,6 +287,7 @@ class ClusterSpec(Frozen):
                 raise LocatedValueError(("nodes", node, "address"), f"{spec.address!r} is also the address of node {owner[spec.address]!r}")
             if spec.address is not None:
                 owner[spec.address] = node
+        self._check_tp()
         for i, pair in enumerate(self.pairs):
             for key, value in (("from", pair.from_), ("to", pair.to)):
                 if value not in seen:
@@ -296,6 +300,26 @@ class ClusterSpec(Frozen):
         """The `address:` given for `node`, or None."""
         spec = self.nodes.get(node)
         return spec.address if spec is not None else None
+
+    def _check_tp(self) -> None:
+        nodes = {d.node for d in self.devices}
+        table = self.tp if isinstance(self.tp, dict) else {"default": self.tp or (1,)}
+        for key, sizes in table.items():
+            if key != "default" and key not in nodes:
+                raise LocatedValueError(("tp", key), catalog.unknown_message("node", key, tuple(sorted(nodes))))
+            if not sizes:
+                raise LocatedValueError(("tp", key) if isinstance(self.tp, dict) else ("tp",),
+                                        "needs at least one tensor-parallel degree, e.g. [1, 2]")
+
+    def tp_sizes(self, node: str) -> tuple[int, ...]:
+        """Tensor-parallel degrees allowed on `node` (cluster.yaml `tp`, default 1, 2, 4, 8)."""
+        from partitioner.costs.tp import DEFAULT_TP
+
+        if self.tp is None:
+            return DEFAULT_TP
+        if isinstance(self.tp, dict):
+            return tuple(sorted(set(self.tp.get(node, self.tp.get("default", DEFAULT_TP)))))
+        return tuple(sorted(set(self.tp)))
 
     def reserve_of(self, dev: Device) -> float:
         return float(dev.reserve_gb if dev.reserve_gb is not None else self.reserve_gb)

@@ -1,0 +1,236 @@
+"""`plan_deployment`: the API entry point of cluster-scale plans (TP groups and replicas).
+
+    >>> from partitioner.deploy.plan import plan_deployment
+    >>> d = plan_deployment(model, cluster, replicas="auto", tp="auto")
+
+tp: "off" (one GPU per stage, as `partition plan` always did), "auto" (TP groups of the
+cluster's allowed degrees, per stage), "uniform" (one degree for every stage, as vLLM, SGLang
+and TensorRT-LLM need), "node" (each machine is one TP group of all its GPUs, as Helix
+models its L4x2 / T4x4 machines: one row per node, so each solve is a single exact one);
+None: "auto" when cluster.yaml has `tp:`, else "off". replicas: 1 (one pipeline; returns a Plan), N, or "auto" (returns a
+Deployment). Every sub-problem is solved by `partitioner.solvers.solve`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from partitioner.deploy.deployment import Deployment, tp_notes
+from partitioner.errors import InfeasibleError, InputError
+from partitioner.problem import CostTables, Problem, evaluate, objective_key
+
+__all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
+
+TP_MODES: tuple[str, ...] = ("off", "auto", "uniform", "node")
+
+
+def parse_replicas(value: str | int) -> int | None:
+    """"auto" -> None, else a positive integer (InputError otherwise)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    elif isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    else:
+        try:
+            n = int(str(value))
+        except ValueError:
+            raise InputError(f"--replicas must be 'auto' or a positive integer (got {value!r})") from None
+    if n < 1:
+        raise InputError(f"--replicas must be 'auto' or a positive integer (got {value!r})")
+    return n
+
+
+def _sizes(tp: str) -> tuple[int, ...] | None:
+    if tp not in TP_MODES:
+        raise InputError(f"tp must be one of {', '.join(TP_MODES)} (got {tp!r})")
+    return (1,) if tp == "off" else None  # "node" is handled by whole_nodes
+
+
+def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray,
+                   need: float) -> tuple[Callable[[list[int]], float], Callable[[list[int]], float]]:
+    """bound(devices) >= the tokens/s of any pipeline on them: min(B/τ_lb, K·B/R_lb) with
+    τ_lb = L_dec / Σ r_g (replicas.py) and R_lb = Σ_l min_g low[g][l] + S_min·α_min + (S_min - 1)·b_min/β_max
+    the least round trip (S_min stages by memory; S_min - 1 links each at least the least latency
+    plus the least cut over the fastest link, and d_ret at least the least latency)."""
+    dec = [i for i, k in enumerate(base.kinds) if k == "decoder"] or list(range(base.L))
+    r = 1.0 / base.cost[:, dec].min(axis=1)
+    for g, rg in rates.items():
+        r[g] = max(r[g], rg)
+    B, K = base.batch, base.in_flight
+    cut_min = float(base.cut_bytes[:-1].min()) if base.L > 1 else 0.0
+
+    m_min = float(base.memory_gb.min())
+    per_layer = lows.min(axis=1)
+
+    def _fill(devices: list[int]) -> float:
+        """Σ τ >= the cheapest fractional filling of the L layers into the devices, device g
+        holding at most C_g / m_min layers at its least per-layer cost (a group's layers split
+        over its members the same way: its memory t·min C <= Σ C_m)."""
+        left, total = float(base.L), 0.0
+        for g in sorted(devices, key=lambda g: per_layer[g]):
+            take = min(left, float(base.capacity_gb[g]) / m_min if m_min > 0 else left)
+            total += take * float(per_layer[g])
+            left -= take
+            if left <= 0:
+                return total
+        return math.inf  # the devices cannot hold the model
+
+    def bound(devices: list[int]) -> float:
+        tau_lb = len(dec) / float(r[devices].sum())
+        room: dict[str, float] = {}
+        for g in devices:
+            node = cluster.devices[g].node
+            room[node] = room.get(node, 0.0) + float(base.capacity_gb[g])
+        s_min = max(1, math.ceil(need / max(room.values()) - 1e-9))
+        ix = np.ix_(devices, devices)
+        off = ~np.eye(len(devices), dtype=bool)
+        a_min, x_min = 0.0, 0.0
+        if s_min > 1 and off.any():
+            a_min = float(base.latency_s[ix][off].min())
+            with np.errstate(divide="ignore"):
+                per_byte = np.where(np.isinf(base.bandwidth_Bps[ix]), 0.0, 1.0 / base.bandwidth_Bps[ix])
+            x_min = float(per_byte[off].min()) * cut_min
+        rt_lb = max(float(lows[devices].min(axis=0).sum()), _fill(devices)) + s_min * a_min + (s_min - 1) * x_min
+        if math.isinf(rt_lb):
+            return 0.0
+        return min(B / tau_lb, K * B / rt_lb) if rt_lb > 0 else B / tau_lb
+
+    def fluid(devices: list[int]) -> float:
+        """B / τ_lb alone: additive over disjoint replicas, so a bound for a whole deployment."""
+        return float(B * r[devices].sum() / len(dec))
+
+    return bound, fluid
+
+
+def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callable[[CostTables], Problem],
+                    solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int) -> Callable[[list[int]], Any]:
+    """devices -> the replica's Plan for serving (tokens/s = K·B/P, P = max(K·w, R)):
+
+    the exact least-period split over groups ("throughput" at M = K: least w, then least R among
+    those); when its P is K·w* it is optimal (no split has P < K·w*). Otherwise also the exact
+    least-round-trip split ("makespan" at M = 1, least Στ + Σd) and the better of the two; it is
+    proven when its P meets max(K·w*, T*(1)), a bound below every split's P.
+    """
+    from partitioner.deploy.groups import solve_groups, to_plan
+
+    K = base.in_flight
+
+    def run(obj: str, m: int, devices: list[int]) -> Any:
+        return solve_groups(model, cluster, lambda t: dataclasses.replace(make(t), objective=obj, M=m), solve,  # type: ignore[arg-type]
+                            devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes,
+                            whole_nodes=tp == "node")
+
+    def period(plan: Any) -> float:
+        return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
+
+    def planner(devices: list[int]) -> Any:
+        cands = [run("throughput", max(1, K), devices)]
+        plans = [to_plan(cands[0], cluster)]
+        w_lb = cands[0].lower_bound
+        bound = K * w_lb
+        if period(plans[0]) > bound * (1 + 1e-9) + 1e-15:
+            try:
+                cands.append(run("makespan", 1, devices))
+                plans.append(to_plan(cands[1], cluster))
+                bound = max(bound, cands[1].lower_bound)
+            except InfeasibleError:
+                pass
+        best = min(range(len(plans)), key=lambda i: period(plans[i]))
+        proven = all(gp.proven for gp in cands) and period(plans[best]) <= bound * (1 + 1e-9) + 1e-15
+        gp = cands[best]
+        problem = dataclasses.replace(gp.problem, M=M, objective="throughput")
+        key = objective_key(problem, evaluate(problem, gp.solution.devices, gp.solution.cuts))
+        gp = dataclasses.replace(gp, problem=problem, solution=dataclasses.replace(gp.solution, objective=key))
+        plan = to_plan(gp, cluster)
+        return dataclasses.replace(plan, optimal=proven, notes=tuple(tp_notes(plan)))
+
+    return planner
+
+
+def plan_deployment(
+    model: Any,
+    cluster: Any,
+    *,
+    replicas: int | str | None = 1,
+    tp: str | None = None,
+    M: int = 8,
+    regime: str = "async",
+    objective: str = "balanced",
+    solver: str = "auto",
+    order: str | None = None,
+    time_limit_s: float | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> Any:
+    """A Plan (replicas == 1) or a Deployment; module doc."""
+    from partitioner import solvers
+    from partitioner.costs import build_tables
+    from partitioner.costs.groups import candidate_groups, group_tables
+    from partitioner.deploy.groups import solve_groups, to_plan
+    from partitioner.deploy.replicas import node_kinds, search_replicas
+    from partitioner.models import load_cluster, load_model
+
+    model = load_model(model) if not hasattr(model, "layers") else model
+    cluster = load_cluster(cluster) if not hasattr(cluster, "devices") else cluster
+    count = parse_replicas(replicas) if replicas is not None else None
+    tp = tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
+    sizes = _sizes(tp)
+    base = build_tables(model, cluster)
+    order_ = order or str(getattr(cluster, "order", "free"))
+    if objective == "serve":  # the solvers' inner problem of the serve objective (serving.search)
+        objective = "throughput"
+
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+
+    def make(t: CostTables) -> Problem:
+        """Each solve gets what is left of the whole command's time limit."""
+        left = None if deadline is None else max(0.05, deadline - time.monotonic())
+        return Problem(t, M=M, regime=regime, objective=objective, order=order_, time_limit_s=left)  # type: ignore[arg-type]
+
+    def solve(p: Problem) -> Any:
+        return solvers.solve(p, solver)
+
+    def value(devices: list[int]) -> Any:
+        gp = solve_groups(model, cluster, make, solve, devices=devices, uniform_tp=tp == "uniform", base=base,
+                          sizes=sizes, whole_nodes=tp == "node")
+        plan = to_plan(gp, cluster)
+        return dataclasses.replace(plan, notes=tuple(tp_notes(plan)))
+
+    if count == 1:
+        return value(list(range(len(cluster.devices))))
+    serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M)
+    need = float(base.memory_gb.sum()) - (base.tied_gb if base.L > 1 else 0.0)
+
+    def fits(devices: list[int]) -> bool:
+        return float(base.capacity_gb[devices].sum()) * (1 + 1e-9) >= need
+
+    rates: dict[int, float] = {}
+    lows = base.cost.copy()  # per device and layer: the least cost of any unit holding it
+    if sizes != (1,):
+        groups = [g for g in candidate_groups(cluster, whole_nodes=tp == "node") if g.t > 1]
+        if groups:
+            gt = group_tables(model, cluster, groups, base)
+            dec = [i for i, k in enumerate(gt.kinds) if k == "decoder"] or list(range(gt.L))
+            for gr, row, full in zip(groups, gt.cost[:, dec], gt.cost, strict=True):
+                for g in gr.members:
+                    rates[g] = max(rates.get(g, 0.0), float(1.0 / row.min()) / gr.t)
+                    lows[g] = np.minimum(lows[g], full)
+    nk = node_kinds(cluster)
+    bound, fluid = _replica_bound(base, cluster, rates, lows, need)
+    found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=bound, fluid=fluid,
+                            time_limit_s=time_limit_s, progress=progress)
+    used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
+    unused = tuple(d.name for d in cluster.devices if d.name not in used)
+    notes = [f"replica {r}: {n}" for r, p in enumerate(found.plans) for n in p.notes]
+    if found.stopped:
+        notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
+    return Deployment(
+        replicas=tuple(found.plans), unused=unused, optimal=found.optimal and all(p.optimal for p in found.plans),
+        upper_bound_tokens_per_s=found.upper_bound, wall_time_s=found.wall_time_s, subproblems=found.solved,
+        stopped=found.stopped, notes=tuple(notes),
+    )

@@ -1,0 +1,297 @@
+"""Several pipelines side by side: disjoint replicas maximising the sum of their tokens/s.
+
+Each replica is a set of whole nodes planned as one pipeline exactly as `partition plan` plans
+one (over TP groups where they are enabled, partitioner.deploy.groups) and valued by its
+closed-loop decode tokens/s (partitioner.serving: K·B/P at the workload's batch B and K in
+flight). Replicas get disjoint nodes; nodes may stay unused.
+
+Exactness: nodes of one kind (same GPUs with the same usable memory, same allowed TP degrees)
+are interchangeable when links are uniform (no `pairs:` in cluster.yaml), so a replica is a
+count vector x over node kinds with value v(x) (one exact single-pipeline solve, memoised on
+x), and the best deployment of n nodes is the exact recursion
+
+    f_r(n) = max( f_r'(n),  max_{0 < x <= n, v(x) > 0}  v(x) + f_{r-1}(n - x) )
+
+(any number of replicas for `auto`, exactly r for a fixed count; unused nodes allowed). With
+`pairs:` every node is its own kind. The recursion is evaluated lazily by branch and bound
+with a cheap bound per vector (no solve), valid because tokens/s = K·B/P and P >= K·τ_max,
+P >= the round trip:
+
+    v(x) <= min(B / τ_lb, K·B / R_lb),  τ_lb = L_dec / Σ_g r_g,  R_lb = Σ_l min_g c[g][l] + S_min·α_min
+
+(r_g: a GPU's best decoder-layer rate, t-normalised over its groups; S_min stages are needed by
+memory, each link and the return at least the least latency). Vectors whose memory cannot
+hold the model are skipped. Beyond MAX_VECTORS vectors, or when the time limit passes or
+Ctrl-C is pressed, the best deployment of the replicas solved so far is returned with the
+same recursion over the bounds as its upper bound, so the gap is stated.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from partitioner.errors import InfeasibleError, InputError
+
+__all__ = ["NodeKinds", "node_kinds", "ReplicaSearch", "search_replicas", "MAX_VECTORS"]
+
+MAX_VECTORS = 4000
+MAX_STATES = 50_000  # prod(N_k + 1): above it the recursion's states are too many; greedy instead
+GREEDY_WIDTH = 12
+Value = Callable[[list[int]], Any]  # devices -> Plan (or raises InfeasibleError)
+Progress = Callable[[int, int, float], None]  # (solved, total, best tokens/s)
+
+
+@dataclass(frozen=True)
+class NodeKinds:
+    """Node kinds: kinds[k] lists the nodes (each its device indices) of kind k."""
+
+    kinds: tuple[tuple[tuple[int, ...], ...], ...]
+    labels: tuple[str, ...]
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        return tuple(len(k) for k in self.kinds)
+
+    def devices(self, x: tuple[int, ...], offset: tuple[int, ...] | None = None) -> list[int]:
+        """Device indices of x_k nodes of each kind k (the first ones after `offset`)."""
+        off = offset or (0,) * len(x)
+        return sorted(g for k, n in enumerate(x) for node in self.kinds[k][off[k]:off[k] + n] for g in node)
+
+
+def node_kinds(cluster: Any) -> NodeKinds:
+    """Group the cluster's nodes into interchangeable kinds (module doc)."""
+    nodes: dict[str, list[int]] = {}
+    for g, d in enumerate(cluster.devices):
+        nodes.setdefault(d.node, []).append(g)
+    kinds: dict[Any, list[tuple[int, ...]]] = {}
+    for node, devs in nodes.items():
+        sig = (tuple(sorted((cluster.devices[g].gpu_id, round(cluster.capacity_gb(cluster.devices[g]), 9)) for g in devs)),
+               cluster.tp_sizes(node))
+        kinds.setdefault(node if cluster.pairs else sig, []).append(tuple(devs))
+    labels = []
+    for members in kinds.values():
+        gpus = [cluster.devices[g].gpu_id for g in members[0]]
+        labels.append("+".join(f"{n}×{gpu}" if n > 1 else gpu for gpu, n in _counts(gpus)))
+    return NodeKinds(tuple(tuple(v) for v in kinds.values()), tuple(labels))
+
+
+def _counts(items: list[str]) -> list[tuple[str, int]]:
+    out: dict[str, int] = {}
+    for i in items:
+        out[i] = out.get(i, 0) + 1
+    return list(out.items())
+
+
+@dataclass
+class ReplicaSearch:
+    """The best deployment: replica vectors, their plans, and how sure the search is."""
+
+    vectors: list[tuple[int, ...]]
+    plans: list[Any]
+    total: float
+    optimal: bool
+    upper_bound: float
+    solved: int
+    wall_time_s: float
+    stopped: str = ""  # "", "time_limit" or "interrupted": the best found so far
+
+
+class _Stop(Exception):
+    """The time limit passed or Ctrl-C was pressed: fall back to the replicas solved so far."""
+
+
+def search_replicas(
+    nk: NodeKinds,
+    value: Value,
+    *,
+    replicas: int | None,
+    fits: Callable[[list[int]], bool],
+    bound: Callable[[list[int]], float],
+    fluid: Callable[[list[int]], float] | None = None,
+    time_limit_s: float | None = None,
+    progress: Progress | None = None,
+    max_vectors: int = MAX_VECTORS,
+) -> ReplicaSearch:
+    """The recursion of the module doc, evaluated lazily by branch and bound: v(x) is solved only
+    when bound(x) + F(n - x) could beat the best so far, where bound(x) >= v(x) (cheap, no solve)
+    and F is the same recursion over the bounds. Exact whenever it runs to the end."""
+    start = time.perf_counter()
+    N = nk.counts
+    cap = _cap(N, max_vectors)
+    exact = cap == N
+    vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))
+               if any(x) and fits(nk.devices(x))]
+    ub = {x: bound(nk.devices(x)) for x in vectors}
+    memo: dict[tuple[int, ...], tuple[float, Any]] = {}
+    counter = [0]
+
+    def v(x: tuple[int, ...]) -> float:
+        if x not in memo:
+            if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+                raise _Stop("time_limit")
+            try:
+                plan = value(nk.devices(x))
+                tps = float(plan.serving.tokens_per_s) if plan.feasible and plan.serving is not None else 0.0
+            except InfeasibleError:
+                plan, tps = None, 0.0
+            memo[x] = (tps, plan)
+            counter[0] += 1
+            if progress is not None:
+                progress(counter[0], len(vectors), max(t for t, _ in memo.values()))
+        return memo[x][0]
+
+    if math.prod(n + 1 for n in N) > MAX_STATES:
+        return _greedy(nk, N, vectors, ub=ub, v=v, memo=memo, value=value, replicas=replicas, fluid=fluid, start=start)
+    F = _recursion(N, ub.__getitem__, list(ub), replicas, None)
+    stopped = ""
+    try:
+        total, chosen = _recursion(N, v, sorted(ub, key=lambda x: -ub[x]), replicas, F, ub=ub)(N, _r(N, replicas))
+    except _Stop as stop:
+        stopped = str(stop)
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    if stopped:
+        solved = [x for x, (t, _) in memo.items() if t > 0]
+        total, chosen = _recursion(N, lambda x: memo[x][0], solved, replicas, None)(N, _r(N, replicas))
+    if not math.isfinite(total) or not chosen:
+        if replicas is not None and any(t > 0 for t, _ in memo.values()):
+            raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
+        raise InfeasibleError("no set of nodes can hold the model as one pipeline"
+                              + (f" (search stopped: {stopped})" if stopped else ""))
+    order = sorted(chosen, key=lambda x: -memo[x][0])
+    plans = [_place(nk, order, k, memo, value) for k in range(len(order))]
+    optimal = exact and not stopped and all(getattr(p, "optimal", False) for p in plans)
+    top = F(N, _r(N, replicas))[0]
+    return ReplicaSearch(
+        vectors=order, plans=plans, total=total, optimal=optimal,
+        upper_bound=total if optimal else max(top, total), solved=len(memo),
+        wall_time_s=time.perf_counter() - start, stopped=stopped,
+    )
+
+
+def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *, ub: dict[tuple[int, ...], float],
+            v: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, ...], tuple[float, Any]], value: Value,
+            replicas: int | None, fluid: Callable[[list[int]], float] | None, start: float) -> ReplicaSearch:
+    """Too many node kinds for the exact recursion: take replicas one at a time, each the best
+    tokens/s per GPU among the GREEDY_WIDTH vectors of highest bound per GPU that still fit, until
+    none is left (or `replicas` are placed); again by tokens/s itself; keep the better. Not proven; the upper bound is the fluid bound of
+    the whole cluster (B·Σ_g r_g / L_dec, additive over replicas)."""
+    gpus = {x: len(nk.devices(x)) for x in vectors}
+    stopped = ""
+    best: list[tuple[int, ...]] = []
+
+    partial: list[tuple[int, ...]] = []
+
+    def run(per_gpu: bool) -> list[tuple[int, ...]]:
+        n, out = N, partial
+        out.clear()
+        while replicas is None or len(out) < replicas:
+            fit = [x for x in vectors if ub[x] > 0 and all(a <= b for a, b in zip(x, n, strict=True))]
+            fit.sort(key=lambda x: -ub[x] / (gpus[x] if per_gpu else 1))
+            scored = [(v(x) / (gpus[x] if per_gpu else 1), x) for x in fit[:GREEDY_WIDTH]]
+            scored = [sx for sx in scored if sx[0] > 0]
+            if not scored:
+                break
+            x = max(scored)[1]
+            out.append(x)
+            n = tuple(b - a for a, b in zip(x, n, strict=True))
+        return out
+
+    def total_of(xs: list[tuple[int, ...]]) -> float:
+        return math.fsum(memo[x][0] for x in xs)
+
+    try:
+        for per_gpu in (True, False):  # two greedy rules: tokens/s per GPU, then tokens/s
+            got = list(run(per_gpu))
+            if (replicas is None or len(got) == replicas) and total_of(got) > total_of(best):
+                best = got
+    except _Stop as stop:
+        stopped = str(stop)
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    if stopped and total_of(partial) > total_of(best) and (replicas is None or len(partial) == replicas):
+        best = list(partial)  # the interrupted rule's replicas so far
+    chosen = best
+    if not chosen or (replicas is not None and len(chosen) < replicas):
+        raise InfeasibleError(f"the greedy replica search placed {len(chosen)} replicas"
+                              + (f" before it stopped ({stopped})" if stopped else ""))
+    plans = [_place(nk, chosen, k, memo, value) for k in range(len(chosen))]
+    total = math.fsum(memo[x][0] for x in chosen)
+    every = [g for k, nodes in enumerate(nk.kinds) for node in nodes for g in node]
+    top = fluid(every) if fluid is not None else math.inf
+    return ReplicaSearch(vectors=chosen, plans=plans, total=total, optimal=False, upper_bound=max(top, total),
+                         solved=len(memo), wall_time_s=time.perf_counter() - start, stopped=stopped or "greedy")
+
+
+def _r(N: tuple[int, ...], replicas: int | None) -> int:
+    return replicas if replicas is not None else 1 << 30
+
+
+Rec = Callable[[tuple[int, ...], int], tuple[float, tuple[tuple[int, ...], ...]]]
+
+
+def _recursion(N: tuple[int, ...], val: Callable[[tuple[int, ...]], float], xs: list[tuple[int, ...]],
+               replicas: int | None, F: Rec | None = None, *, ub: dict[tuple[int, ...], float] | None = None) -> Rec:
+    """f(n, r) = max(0 if auto, max_x val(x) + f(n - x, r - 1)); with F (an upper bound of f)
+    the candidates x are pruned when bound(x) + F(n - x) cannot beat the best (xs sorted by
+    bound, descending, so the loop stops at the first such x)."""
+    cache: dict[tuple[tuple[int, ...], int], tuple[float, tuple[tuple[int, ...], ...]]] = {}
+
+    def f(n: tuple[int, ...], r: int) -> tuple[float, tuple[tuple[int, ...], ...]]:
+        if r == 0:
+            return (0.0, ())
+        if replicas is None:
+            r = 1 << 30  # auto: any number of replicas, so the count is not part of the state
+        key = (n, r)
+        if key in cache:
+            return cache[key]
+        best: tuple[float, tuple[tuple[int, ...], ...]] = (0.0, ()) if replicas is None else (-math.inf, ())
+        for x in xs:
+            if not all(a <= b for a, b in zip(x, n, strict=True)):
+                continue
+            rest_n = tuple(b - a for a, b in zip(x, n, strict=True))
+            if F is not None:
+                top = F(rest_n, r - 1)[0]
+                if (ub[x] if ub is not None else math.inf) + top <= best[0] * (1 + 1e-12):
+                    continue
+            vx = val(x)
+            if vx <= 0:
+                continue
+            if F is not None and vx + F(rest_n, r - 1)[0] <= best[0] * (1 + 1e-12):
+                continue
+            rest = f(rest_n, r - 1)
+            if vx + rest[0] > best[0] * (1 + 1e-12) + 1e-15:
+                best = (vx + rest[0], (x, *rest[1]))
+        cache[key] = best
+        return best
+
+    return f
+
+
+def _cap(N: tuple[int, ...], max_vectors: int) -> tuple[int, ...]:
+    """Per-kind caps on a replica's nodes so that prod(cap_k + 1) <= max_vectors (N if it fits)."""
+    cap = list(N)
+    while math.prod(c + 1 for c in cap) > max_vectors:
+        k = int(np.argmax(cap))
+        cap[k] = max(1, cap[k] - 1) if cap[k] > 1 else 0
+        if all(c <= 1 for c in cap) and math.prod(c + 1 for c in cap) > max_vectors:
+            break
+    return tuple(cap)
+
+
+def _place(nk: NodeKinds, chosen: list[tuple[int, ...]], k: int, memo: dict[tuple[int, ...], tuple[float, Any]],
+           value: Value) -> Any:
+    """Replica k's plan on its own nodes: the memoised plan for the first replica, else the same
+    vector planned again on the nodes after those of earlier replicas (nodes of a kind are
+    interchangeable, so its value is the memoised one)."""
+    offset = tuple(sum(chosen[j][i] for j in range(k)) for i in range(len(nk.counts)))
+    if not any(offset):
+        return memo[chosen[k]][1]
+    return value(nk.devices(chosen[k], offset))
