@@ -90,7 +90,9 @@ def render_deployment(d: Any) -> None:
 
     from partitioner.cli._plan_view import stage_table
 
-    console = Console()
+    from partitioner.cli._output import terminal_width
+
+    console = Console(width=terminal_width())
     tot = d.serving_totals()
     console.print(f"[bold]{len(d.replicas)} replica(s): {tot['tokens_per_s']:.4g} tokens/s in all[/bold] "
                   f"({tot['tokens_per_s_per_gpu']:.4g} per GPU on {tot['gpus']} GPUs; worst TPOT {fmt_time(tot['tpot_s'])})")

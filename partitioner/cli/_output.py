@@ -62,6 +62,20 @@ def fmt_rate(per_second: float) -> str:
     return f"{per_second:.4g}/s"
 
 
+def terminal_width(fallback: int = 140) -> int:
+    """The terminal's width, also when stdout is piped ($COLUMNS, else whichever of stdout, stderr
+    or stdin is a terminal); `fallback` columns only when there is no terminal at all. Every
+    command's tables use it."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    for fd in (1, 2, 0):
+        try:
+            return os.get_terminal_size(fd).columns
+        except OSError:
+            continue
+    return fallback
+
+
 # -- the header ---------------------------------------------------------------------------------
 def header_syntax(path: str | Path) -> tuple[str, str] | None:
     """(open, close) of a header comment for `path`'s suffix, or None for JSON (no comments)."""

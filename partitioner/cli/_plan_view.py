@@ -168,16 +168,6 @@ def render_plan(plan: Plan, even: Plan | str | None) -> None:
 
 
 def _width() -> int:
-    """The terminal's width, also when stdout is piped ($COLUMNS, else whichever of stdout, stderr
-    or stdin is a terminal); 140 columns only when there is no terminal at all."""
-    import os
-    import shutil
+    from partitioner.cli._output import terminal_width
 
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
-    for fd in (1, 2, 0):
-        try:
-            return os.get_terminal_size(fd).columns
-        except OSError:
-            continue
-    return shutil.get_terminal_size((140, 24)).columns
+    return terminal_width()
