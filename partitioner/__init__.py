@@ -13,7 +13,6 @@ Public API (imported lazily, so `import partitioner` is cheap):
 from __future__ import annotations
 
 from partitioner._lazy import lazy_exports
-
 from partitioner.errors import (
     ConfigError,
     InfeasibleError,

@@ -156,7 +156,7 @@ class Problem:
             raise InputError(f"M must be an integer >= 1 (got {self.M!r})")
         from partitioner.limits import exceeded, limit
 
-        if self.M > limit("MAX_MICROBATCHES"):  # beyond it T(M) overflows the solvers' integer ticks
+        if limit("MAX_MICROBATCHES") < self.M:  # beyond it T(M) overflows the solvers' integer ticks
             raise InputError(f"M = {self.M}: " + exceeded("MAX_MICROBATCHES", "the number of micro-batches"))
         for name, value, allowed in (
             ("regime", self.regime, REGIMES),

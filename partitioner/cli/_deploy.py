@@ -88,9 +88,8 @@ def render_deployment(d: Any) -> None:
     """Replica tables, totals, weights, unused devices, identical replicas and the proof status."""
     from rich.console import Console
 
-    from partitioner.cli._plan_view import stage_table
-
     from partitioner.cli._output import terminal_width
+    from partitioner.cli._plan_view import stage_table
 
     console = Console(width=terminal_width())
     tot = d.serving_totals()

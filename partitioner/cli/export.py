@@ -67,7 +67,7 @@ def parse_endpoints(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--write-scripts", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Write one script per host, in run order, into this directory.")
 @click.option("--strict", is_flag=True, help="Fail (exit 3/5/6) if the plan is infeasible, not expressible or uses an unsupported GPU.")
-def export(  # noqa: PLR0917 - one parameter per click option
+def export(
     plan_file: str, target: str, device_id: tuple[str, ...], rpc_endpoint: tuple[str, ...],
     host: str | None, out_dir: str | None, strict: bool,
 ) -> None:
