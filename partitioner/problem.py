@@ -4,7 +4,7 @@ This module is the contract between the cost model (`partitioner.costs`), which 
 `CostTables`, and the solvers (`partitioner.solvers`), which read a `Problem` and return a
 `Solution`. Everything here is pure: numpy arrays and frozen dataclasses, no I/O.
 
-Notation (issue 4, ../shared/docs/algorithms.md): layers 0..L-1, devices g = 0..G-1.
+Notation (issue 4, docs/algorithms.md): layers 0..L-1, devices g = 0..G-1.
 A plan is a sequence of distinct devices g_0..g_{S-1} and cut points
 0 = e_0 < e_1 < ... < e_S = L; stage s holds layers [e_s, e_{s+1}) on g_s.
 

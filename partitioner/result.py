@@ -2,7 +2,7 @@
 
 A `Plan` is a `Solution` (what a solver returns: devices and cuts) scored exactly on its
 `Problem` and named: each stage knows its device, GPU, node, layer range, tau_s, d_s,
-sigma_s and memory. Metrics are the closed forms of theory.md (Thm 2, Thm 3, Cor 1, Cor 4).
+sigma_s and memory. Metrics are the closed forms of docs/theory.md (Thm 2, Thm 3, Cor 1, Cor 4).
 Everything here is pure; `to_json` is deterministic (no timings, fixed key order).
 """
 
@@ -213,7 +213,7 @@ class Plan:
 
     @property
     def first_latency(self) -> float:
-        """Latency of the first micro-batch, sum tau + sum d (order-invariant; theory.md Errors 2)."""
+        """Latency of the first micro-batch, sum tau + sum d (order-invariant; docs/theory.md Errors 2)."""
         from partitioner.analysis import first_latency
 
         return first_latency(self.tau, self.d)

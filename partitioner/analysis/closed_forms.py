@@ -1,6 +1,6 @@
-"""Closed-form makespans and biases of a heterogeneous pipeline (theory.md, Thms 1-3, Cors 1-3).
+"""Closed-form makespans and biases of a heterogeneous pipeline (docs/theory.md, Thms 1-3, Cors 1-3).
 
-Symbols (theory.md §2):
+Symbols (docs/theory.md §2):
     S      number of stages, tau_j the time of stage j per micro-batch (j = 0..S-1)
     d_j    latency of link j -> j+1 (j = 0..S-2); the last stage sends nothing
     M      number of micro-batches, in order
@@ -42,7 +42,7 @@ __all__ = [
 
 
 def tau_max(tau: ArrayLike) -> float:
-    """Bottleneck stage time tau_max = max_j tau_j (theory.md §2)."""
+    """Bottleneck stage time tau_max = max_j tau_j (docs/theory.md §2)."""
     return float(as_tau(tau).max())
 
 
@@ -66,25 +66,25 @@ def first_latency(tau: ArrayLike, d: ArrayLike | None = None) -> float:
 
 
 def makespan_free(tau: ArrayLike, M: int = 1) -> float:
-    """Communication-free makespan T(M) = (M-1) tau_max + sum tau (Thm 1, theory.md)."""
+    """Communication-free makespan T(M) = (M-1) tau_max + sum tau (Thm 1, docs/theory.md)."""
     t = as_tau(tau)
     return (as_M(M) - 1) * float(t.max()) + math.fsum(t)
 
 
 def makespan_async(tau: ArrayLike, d: ArrayLike | None = None, M: int = 1) -> float:
-    """Asynchronous makespan T(M) = sum tau + sum d + (M-1) tau_max (Thm 2, theory.md)."""
+    """Asynchronous makespan T(M) = sum tau + sum d + (M-1) tau_max (Thm 2, docs/theory.md)."""
     t = as_tau(tau)
     return first_latency(t, d) + (as_M(M) - 1) * float(t.max())
 
 
 def makespan_blocking(tau: ArrayLike, d: ArrayLike | None = None, M: int = 1) -> float:
-    """Blocking makespan T(M) = (M-1) sigma_max + sum sigma (Thm 3, theory.md)."""
+    """Blocking makespan T(M) = (M-1) sigma_max + sum sigma (Thm 3, docs/theory.md)."""
     s = sigma(tau, d)
     return (as_M(M) - 1) * float(s.max()) + math.fsum(s)
 
 
 def makespan_gpipe(tau: ArrayLike, M: int = 1) -> float:
-    """The classic GPipe estimate T_c = (S+M-1) tau_max (Cor 1, theory.md; Huang et al. 2019)."""
+    """The classic GPipe estimate T_c = (S+M-1) tau_max (Cor 1, docs/theory.md; Huang et al. 2019)."""
     t = as_tau(tau)
     return (t.size + as_M(M) - 1) * float(t.max())
 
@@ -102,7 +102,7 @@ def full_bias(tau: ArrayLike, d: ArrayLike | None = None) -> float:
 
 
 def gpipe_relative_error(tau: ArrayLike, d: ArrayLike | None = None, M: int = 1) -> float:
-    """Signed relative error of GPipe vs Thm 2: g = (T_c - T_async)/T_async (Table 1, theory.md).
+    """Signed relative error of GPipe vs Thm 2: g = (T_c - T_async)/T_async (Table 1, docs/theory.md).
 
     With d = 0 this is Table 1's g = B/T; e.g. tau = [0.5,1,1,5]: +166.7 % at M = 1.
     """
@@ -122,7 +122,7 @@ def throughput_blocking(tau: ArrayLike, d: ArrayLike | None = None) -> float:
 
 
 def crossover_batches(tau: ArrayLike, d: ArrayLike | None = None) -> float:
-    """Smooth crossover M* = 1 + (sum tau + sum d)/tau_max (theory.md, "Crossover"; 2.5 for [0.5,1,1,5]).
+    """Smooth crossover M* = 1 + (sum tau + sum d)/tau_max (docs/theory.md, "Crossover"; 2.5 for [0.5,1,1,5]).
 
     Below M* the fill latency sum tau + sum d dominates T(M); above it the slope (M-1) tau_max does.
     """

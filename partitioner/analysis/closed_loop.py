@@ -1,4 +1,4 @@
-"""Closed-loop decode: K micro-batches circulate through S stages (theory.md "Decode").
+"""Closed-loop decode: K micro-batches circulate through S stages (docs/theory.md "Decode").
 
 In decode every micro-batch comes back: the tokens it samples after stage S-1 travel over a
 return link d_ret (last device -> first device; a few bytes per sequence) and are the input of

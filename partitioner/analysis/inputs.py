@@ -61,7 +61,7 @@ def _check_entries(name: str, arr: np.ndarray) -> None:
 
 
 def as_tau(tau: ArrayLike) -> np.ndarray:
-    """Stage times tau_0..tau_{S-1} (theory.md §2): non-empty, finite, >= 0, tau_max > 0."""
+    """Stage times tau_0..tau_{S-1} (docs/theory.md §2): non-empty, finite, >= 0, tau_max > 0."""
     arr = _as_float_array("tau", tau, 1)
     if arr.size == 0:
         raise InputError(f"tau must hold at least one stage time (got {list(arr)!r})")
@@ -72,7 +72,7 @@ def as_tau(tau: ArrayLike) -> np.ndarray:
 
 
 def as_d(d: ArrayLike | None, S: int) -> np.ndarray:
-    """Link latencies d_0..d_{S-2} (theory.md §2), default zeros: exactly S-1, finite, >= 0."""
+    """Link latencies d_0..d_{S-2} (docs/theory.md §2), default zeros: exactly S-1, finite, >= 0."""
     if d is None:
         return np.zeros(S - 1)
     arr = _as_float_array("d", d, 1)
@@ -95,7 +95,7 @@ def as_M(M: Any) -> int:
 
 
 def as_rho(rho: Any) -> float:
-    """Overlap ratio rho in [0, 1] (Cor 5 / §9, theory.md)."""
+    """Overlap ratio rho in [0, 1] (Cor 5 / §9, docs/theory.md)."""
     if isinstance(rho, bool) or not isinstance(rho, Real) or not math.isfinite(float(rho)):
         raise InputError(f"rho must be a number in [0, 1] (got {rho!r})")
     if not 0.0 <= float(rho) <= 1.0:

@@ -1,4 +1,4 @@
-"""Slack, the phase transition, and the overlap ratio rho (theory.md Cor 4, Cor 5, §9, Errors 1 and 3).
+"""Slack, the phase transition, and the overlap ratio rho (docs/theory.md Cor 4, Cor 5, §9, Errors 1 and 3).
 
     slack_s      = tau_max - tau_s                       (s = 0..S-2, Cor 4)
     binding      = { s : d_s > slack_s }  <=>  sigma_s > tau_max
@@ -50,7 +50,7 @@ class RhoUndefinedError(InputError):
 
 
 def slack(tau: ArrayLike) -> tuple[float, ...]:
-    """Compute slack tau_max - tau_s of each sending stage s = 0..S-2 (Cor 4, theory.md)."""
+    """Compute slack tau_max - tau_s of each sending stage s = 0..S-2 (Cor 4, docs/theory.md)."""
     t = as_tau(tau)
     return tuple(float(x) for x in t.max() - t[:-1])
 
@@ -139,7 +139,7 @@ def rho_from_measurements(
     """rho = (sigma_max - k)/(sigma_max - tau_max), k the least-squares slope of T over M (§9).
 
     The slope cancels the unknown intercept, so two points at different M pin rho down exactly
-    (theory.md, "Overlap ratio"); more points average out noise. Returned unclipped.
+    (docs/theory.md, "Overlap ratio"); more points average out noise. Returned unclipped.
     """
     t = as_tau(tau)
     dd = as_d(d, t.size)

@@ -1,7 +1,7 @@
 """Every closed-form quantity of one stage chain in a single frozen record (issue 2, `analyze`).
 
 `analyze(tau, d, M, rho)` evaluates the functions of `closed_forms` and `overlap` once and keeps
-their values under the names `partition analyze --json` prints. Sources: theory.md Thms 1-3,
+their values under the names `partition analyze --json` prints. Sources: docs/theory.md Thms 1-3,
 Cors 1-5, Prop 1, §9, Errors 1.
 """
 

@@ -1,4 +1,4 @@
-"""Closed forms over N configurations at once (theory.md Thms 1-3, Cor 1), for solvers and sweeps.
+"""Closed forms over N configurations at once (docs/theory.md Thms 1-3, Cor 1), for solvers and sweeps.
 
 Shapes: tau (N, S), d (N, S-1) or None (zeros), M an integer or an (N,) integer array.
 Every function returns an (N,) float array. Same formulas as `closed_forms`, row by row:
@@ -35,7 +35,7 @@ def _tau_d(tau: Any, d: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def tau_max_batch(tau: Any) -> np.ndarray:
-    """Row-wise tau_max (theory.md §2)."""
+    """Row-wise tau_max (docs/theory.md §2)."""
     return as_tau_batch(tau).max(axis=1)
 
 

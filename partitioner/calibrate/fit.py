@@ -6,7 +6,7 @@ out. Each row's FLOPs f and bytes m come from `partitioner.costs.roofline` at th
 phase, batch B and tokens (prefill S, decode C); a range a-b counts (b - a + 1) decoder layers,
 embed / lm_head their own terms. Row i on GPU g is modelled as
 
-    t_i = max(f_i / (eta_c F_g), m_i / (eta_m BW_g)) + t_fixed · n_i          (costmodel.md)
+    t_i = max(f_i / (eta_c F_g), m_i / (eta_m BW_g)) + t_fixed · n_i          (docs/costmodel.md)
 
 with n_i the layers in the row; `partitioner.calibrate.regimes` fits it (relative least squares,
 eta in (0, 1], t_fixed >= 0). Devices of one GPU type pool their rows.
@@ -49,7 +49,7 @@ def row_terms(t: Timing, shape: Shape, dtypes: DTypes) -> tuple[float, float]:
 
 
 def row_time(flops: float, nbytes: float, n: int, hw: Hardware) -> float:
-    """Roofline time of a row of n layers: t_fixed is charged per layer (costmodel.md)."""
+    """Roofline time of a row of n layers: t_fixed is charged per layer (docs/costmodel.md)."""
     return roofline.roofline_time(flops, nbytes, hw) + (n - 1) * hw.t_fixed
 
 

@@ -1,4 +1,4 @@
-"""Gateway service-time statistics -> stage times tau, the GPipe bias, queueing (theory.md §7.2).
+"""Gateway service-time statistics -> stage times tau, the GPipe bias, queueing (docs/theory.md §7.2).
 
 Pure core of `partition calibrate gateway` (issue 6). Input: per-(model, node) statistics of a
 serving gateway's request service times (`GatewayStats`; `aggregate_requests` builds one from
@@ -12,7 +12,7 @@ per-request logs). For a chosen model and pipeline of nodes, `calibrate_gateway`
     inflation   tot_p50 / dur_min: median end-to-end time over the service floor (§7.2, Cor 5:
                 5090 legalone:8b 8.59 s / 1.13 s = 7.6x)
 
-Caveat (theory.md Errors 4): the taus are service times of whole-model replicas on separate
+Caveat (docs/theory.md Errors 4): the taus are service times of whole-model replicas on separate
 hosts, not stages of a measured pipeline; every figure is what a pipeline with those stage times
 would show. No figure depends on the node order (Thm 2 and Cor 1/3 use only sums and the max;
 Prop 2), which is kept only as the pipeline order of the output and of written files.
@@ -135,7 +135,7 @@ def select_stats(
 
 @dataclass(frozen=True)
 class NodeEstimate:
-    """One pipeline stage's figures from its node's statistics (theory.md §7.2)."""
+    """One pipeline stage's figures from its node's statistics (docs/theory.md §7.2)."""
 
     node: str
     n: int
@@ -241,7 +241,7 @@ def calibrate_gateway(
 ) -> GatewayCalibration:
     """Stage times, bias and GPipe error of a pipeline over `nodes` serving `model` (§7.2).
 
-    Golden (theory.md §7.2): legalone:8b on node-01..03, stat min -> tau (1.13, 2.901, 2.621),
+    Golden (docs/theory.md §7.2): legalone:8b on node-01..03, stat min -> tau (1.13, 2.901, 2.621),
     bias 2.051 s, +30.8 % at M=1, +7.6 % at M=8, +0.7 % at M=100.
     """
     _check_stat(stat)

@@ -12,7 +12,7 @@ GPUs); returns text.
       c[g][l] = tau_g * r[g][l] / sum_k r[g][k]        (r: the template's roofline cost on g's GPU)
 
   so a stage holding the whole model on node g takes exactly the measured tau_g, and the split
-  over layers follows the roofline cost model (costmodel.md). Cost keys are node names, i.e. the
+  over layers follows the roofline cost model (docs/costmodel.md). Cost keys are node names, i.e. the
   device names of the written cluster. Consecutive identical layers become one `repeat:` entry.
 """
 

@@ -6,11 +6,11 @@ with `time.perf_counter`; on CUDA (and MPS) the hooks synchronise the device bef
 reading, so the queued kernels are charged to the module that launched them. `warmup` untimed
 passes, then `repeats` timed ones; each layer's median is reported with `samples = repeats`.
 
-Phases (the `Work` of costmodel.md): **prefill** is one forward over a (batch, tokens) block of
+Phases (the `Work` of docs/costmodel.md): **prefill** is one forward over a (batch, tokens) block of
 token ids; **decode at context C** is the one-token forward that follows an untimed prefill of
 C - 1 tokens with the KV cache on (Hugging Face-style models only); the cache is copied for each
 repeat so every timed step reads exactly C positions. The head computes logits for the last
-position only where the model allows it (`logits_to_keep=1`), as vLLM does (costmodel.md).
+position only where the model allows it (`logits_to_keep=1`), as vLLM does (docs/costmodel.md).
 Token ids are random in [0, vocab): the timing does not depend on their values, nor on the
 weights' values. torch is imported inside the functions only, so importing this module is free.
 """

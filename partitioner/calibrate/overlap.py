@@ -1,6 +1,6 @@
-"""Overlap ratio rho from measured makespans (issue 6; theory.md §9, Cor 4, Cor 5, Errors 1 and 3).
+"""Overlap ratio rho from measured makespans (issue 6; docs/theory.md §9, Cor 4, Cor 5, Errors 1 and 3).
 
-Legend (theory.md §2, §9): tau_s stage times, d_s link latencies, M micro-batches, T(M) a measured
+Legend (docs/theory.md §2, §9): tau_s stage times, d_s link latencies, M micro-batches, T(M) a measured
 makespan. Under the model every regime's T(M) is a line in M with intercept sum tau + sum d
 (Thm 2 and Thm 3 agree at M = 1), so from n >= 2 measurements at >= 2 distinct M:
 
@@ -8,7 +8,7 @@ makespan. Under the model every regime's T(M) is a line in M with intercept sum 
     rho         = (sigma_max - k)/(sigma_max - tau_max)          (§9; undefined if sigma_max = tau_max)
     sandwich    T_async(M) <= T(M) <= T_block(M)                 (Cor 5)
     recoverable = (1 - rho)(sigma_max - tau_max)/tau_max = k/tau_max - 1   (§9; 0 if no link binds)
-    rebalance   = tau_max/mean(tau) - 1      perfect balance of the same work (theory.md "Left open")
+    rebalance   = tau_max/mean(tau) - 1      perfect balance of the same work (docs/theory.md "Left open")
     p           = max_{s: d_s > 0} 1 - (k - tau_s)/d_s           (per-transfer overlap, Errors 3)
 
 Why rho and p differ (Errors 3). §9 defines rho *linearly*: the slope moves from sigma_max
@@ -168,7 +168,7 @@ def advise(recoverable: float, rebalance: float, binding: Sequence[int], first: 
 
     Both < ADVICE_FLOOR: "limit". Overlap headroom strictly larger: "communication", naming the
     binding links (Cor 4) and the one that binds first as links slow down (Errors 1). Otherwise
-    "rebalance" (design rule 1 of theory.md §6: balance compute first; ties go to it).
+    "rebalance" (design rule 1 of docs/theory.md §6: balance compute first; ties go to it).
     """
     rec, reb = max(0.0, recoverable), max(0.0, rebalance)
     if max(rec, reb) < ADVICE_FLOOR:

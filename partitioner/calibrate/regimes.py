@@ -2,7 +2,7 @@
 
 Pure numpy (scipy is not a dependency). Per row i: f_i FLOPs, m_i bytes, n_i layers, y_i the
 measured seconds, w_i its weight (samples). Parameters p = (a, b, c) with a = 1/(eta_c·F),
-b = 1/(eta_m·BW), c = t_fixed (costmodel.md: t = max(FLOPs/(eta_c F), bytes/(eta_m BW)) + t_fixed),
+b = 1/(eta_m·BW), c = t_fixed (docs/costmodel.md: t = max(FLOPs/(eta_c F), bytes/(eta_m BW)) + t_fixed),
 bounded by eta <= 1 (a >= 1/F, b >= 1/BW) and c >= 0. Objective: the weighted relative squared
 error J(p) = Σ w_i ((t_i(p) - y_i)/y_i)².
 
@@ -65,7 +65,7 @@ class Solution:
 
 
 def predict(p: np.ndarray | tuple[float, ...], d: RowData) -> np.ndarray:
-    """t_i = max(a·f_i, b·m_i) + c·n_i (costmodel.md roofline with t_fixed per layer)."""
+    """t_i = max(a·f_i, b·m_i) + c·n_i (docs/costmodel.md roofline with t_fixed per layer)."""
     a, b, c = p
     return np.maximum(a * d.f, b * d.m) + c * d.n
 

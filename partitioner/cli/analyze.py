@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["analyze"]
 
-# (field, label, source in theory.md); rendered in this order
+# (field, label, source in docs/theory.md); rendered in this order
 _ROWS: tuple[tuple[str, str, str], ...] = (
     ("S", "stages S", "§2"),
     ("M", "micro-batches M", "§2"),

@@ -1,4 +1,4 @@
-"""`partition calibrate gateway STATS.csv --model NAME`: stage times and GPipe bias (theory.md §7.2).
+"""`partition calibrate gateway STATS.csv --model NAME`: stage times and GPipe bias (docs/theory.md §7.2).
 
     partition calibrate gateway stats.csv --model legalone:8b --nodes node-01,node-02,node-03
     partition calibrate gateway stats.csv --model legalone:8b --stat p50 --M 1,8,100 --json

@@ -1,6 +1,6 @@
 """The cost model (issue 3): per-layer, per-device time, memory and cut bytes as numpy arrays.
 
-Pure: no files, no printing, no pydantic (style.md rule 1). Formulas: ../shared/docs/costmodel.md.
+Pure: no files, no printing, no pydantic (style.md rule 1). Formulas: docs/costmodel.md.
 """
 
 from __future__ import annotations

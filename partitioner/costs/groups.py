@@ -143,7 +143,7 @@ def _roofline_rows(model: Any, cluster: Any, groups: list[Group], work: Work) ->
     kinds = ["embed"] + ["decoder"] * s.L + ["head"]
     flops = [roofline.embed_flops(s, work)] + [roofline.layer_flops(s, work)] * s.L + [roofline.head_flops(s, work)]
     nbytes = [roofline.embed_bytes(s, work)] + [roofline.layer_bytes(s, work)] * s.L + [roofline.head_bytes(s, work)]
-    act = work.T * s.h * work.b_a  # one tensor of the layer's activations (costmodel.md cut bytes / 2)
+    act = work.T * s.h * work.b_a  # one tensor of the layer's activations (docs/costmodel.md cut bytes / 2)
     logits = work.B * s.V * work.b_a
     rows = []
     for gr in groups:

@@ -1,6 +1,6 @@
 """Memory per layer: weights + KV cache of the micro-batches in flight + a workspace share.
 
-costmodel.md "Memory per layer": b_w·P_layer + KV(B_max, C_max) + workspace; GB = 1e9 bytes.
+docs/costmodel.md "Memory per layer": b_w·P_layer + KV(B_max, C_max) + workspace; GB = 1e9 bytes.
 The runtime's fixed needs (CUDA context, allocator slack, the MLP's transient intermediate)
 are the per-device `reserve_gb` of cluster.yaml, not charged per layer.
 """

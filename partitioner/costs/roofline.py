@@ -1,11 +1,11 @@
 """Roofline cost of one layer: parameters, FLOPs and bytes per component, and the time.
 
 Pure functions over two frozen dataclasses (no pydantic, no I/O). Notation and formulas:
-../shared/docs/costmodel.md "Formulas (per decoder layer)": h hidden, i intermediate, H q-heads,
+docs/costmodel.md "Formulas (per decoder layer)": h hidden, i intermediate, H q-heads,
 kv KV-heads, d head_dim, V vocab, E/k experts/top-k, b_w/b_kv/b_a bytes per weight/KV/activation,
 T new tokens in the step, C context.
 
-    t = max(FLOPs / (eta_c * F), bytes / (eta_m * BW)) + t_fixed          (costmodel.md)
+    t = max(FLOPs / (eta_c * F), bytes / (eta_m * BW)) + t_fixed          (docs/costmodel.md)
 
 plus a fixed cost t_token per token (one decode step or prefill pass of a micro-batch: kernel
 launches, sampling, synchronisation), charged once per pipeline with the LM head
@@ -135,19 +135,19 @@ class Hardware:
 
 
 def attn_params(s: Shape) -> int:
-    """h·H·d (Q) + 2·h·kv·d (K,V) + H·d·h (O), + H·d + 2·kv·d QKV bias (costmodel.md)."""
+    """h·H·d (Q) + 2·h·kv·d (K,V) + H·d·h (O), + H·d + 2·kv·d QKV bias (docs/costmodel.md)."""
     p = s.h * s.H * s.d + 2 * s.h * s.kv * s.d + s.H * s.d * s.h
     return p + (s.H * s.d + 2 * s.kv * s.d if s.bias else 0)
 
 
 def mlp_params(s: Shape, experts: float | None = None) -> float:
-    """Gated SwiGLU 3·h·i per expert, plus the router h·E for MoE (costmodel.md)."""
+    """Gated SwiGLU 3·h·i per expert, plus the router h·E for MoE (docs/costmodel.md)."""
     n = s.E if experts is None else experts
     return 3 * s.h * s.i * n + (s.h * s.E if s.E > 1 else 0)
 
 
 def norm_params(s: Shape) -> int:
-    """Two RMSNorms per layer: 2h (costmodel.md)."""
+    """Two RMSNorms per layer: 2h (docs/costmodel.md)."""
     return 2 * s.h
 
 
@@ -157,41 +157,41 @@ def layer_params(s: Shape) -> int:
 
 
 def embed_params(s: Shape) -> int:
-    """Token embedding V·h (costmodel.md)."""
+    """Token embedding V·h (docs/costmodel.md)."""
     return s.V * s.h
 
 
 def head_params(s: Shape) -> int:
-    """LM head V·h plus the final norm h; a tied head still holds a copy (costmodel.md)."""
+    """LM head V·h plus the final norm h; a tied head still holds a copy (docs/costmodel.md)."""
     return s.V * s.h + s.h
 
 
 def total_params(s: Shape) -> int:
-    """L·P_layer + V·h·(1 if tied else 2) + h: the published model size (costmodel.md table)."""
+    """L·P_layer + V·h·(1 if tied else 2) + h: the published model size (docs/costmodel.md table)."""
     return s.L * layer_params(s) + s.V * s.h * (1 if s.tie else 2) + s.h
 
 
 def experts_touched(s: Shape, T: int) -> float:
-    """Expected distinct experts used by T tokens: E·(1 − (1 − k/E)^T) (costmodel.md)."""
+    """Expected distinct experts used by T tokens: E·(1 − (1 − k/E)^T) (docs/costmodel.md)."""
     if s.E <= 1:
         return 1.0
     return s.E * (1.0 - (1.0 - s.k / s.E) ** T)
 
 
 def kv_bytes_per_token(s: Shape, b_kv: float) -> float:
-    """KV cache per token per layer: 2·kv·d·b_kv (costmodel.md; all tools agree)."""
+    """KV cache per token per layer: 2·kv·d·b_kv (docs/costmodel.md; all tools agree)."""
     return 2 * s.kv * s.d * b_kv
 
 
 def attn_flops(s: Shape, w: Work) -> float:
-    """Score and value FLOPs: 4·H·d·Σ_t C_t; causal prefill Σ_t C_t = B·S(S+1)/2 (costmodel.md)."""
+    """Score and value FLOPs: 4·H·d·Σ_t C_t; causal prefill Σ_t C_t = B·S(S+1)/2 (docs/costmodel.md)."""
     if w.phase == "decode":
         return 4.0 * s.H * s.d * w.B * w.C
     return 4.0 * s.H * s.d * w.B * w.S * (w.S + 1) / 2
 
 
 def layer_flops(s: Shape, w: Work) -> float:
-    """2·T·P_active (k experts per token) + attention (costmodel.md)."""
+    """2·T·P_active (k experts per token) + attention (docs/costmodel.md)."""
     active = attn_params(s) + mlp_params(s, experts=s.k) + norm_params(s)
     return 2.0 * w.T * active + attn_flops(s, w)
 
@@ -199,7 +199,7 @@ def layer_flops(s: Shape, w: Work) -> float:
 def layer_bytes(s: Shape, w: Work) -> float:
     """Weights read once per step (experts touched only) + KV read B·C·2·kv·d·b_kv + KV write T·2·kv·d·b_kv.
 
-    costmodel.md "Decode bytes per step"; in prefill the KV of the new tokens is written.
+    docs/costmodel.md "Decode bytes per step"; in prefill the KV of the new tokens is written.
     """
     weights = attn_params(s) + mlp_params(s, experts=experts_touched(s, w.T)) + norm_params(s)
     kv_read = w.B * w.C * kv_bytes_per_token(s, w.b_kv) if w.phase == "decode" else 0.0
@@ -217,7 +217,7 @@ def embed_bytes(s: Shape, w: Work) -> float:
 
 
 def head_flops(s: Shape, w: Work) -> float:
-    """2·T_out·h·V with T_out = B: logits only at sampled positions, as vLLM (costmodel.md)."""
+    """2·T_out·h·V with T_out = B: logits only at sampled positions, as vLLM (docs/costmodel.md)."""
     return 2.0 * w.B * s.h * s.V
 
 
@@ -227,10 +227,10 @@ def head_bytes(s: Shape, w: Work) -> float:
 
 
 def cut_bytes(s: Shape, w: Work) -> float:
-    """T·h·b_a·2: vLLM sends hidden_states and residual between PP ranks (costmodel.md [S9])."""
+    """T·h·b_a·2: vLLM sends hidden_states and residual between PP ranks (docs/costmodel.md [S9])."""
     return 2.0 * w.T * s.h * w.b_a
 
 
 def roofline_time(flops: float, nbytes: float, hw: Hardware) -> float:
-    """max(FLOPs/(eta_c·F), bytes/(eta_m·BW)) + t_fixed, in seconds (costmodel.md)."""
+    """max(FLOPs/(eta_c·F), bytes/(eta_m·BW)) + t_fixed, in seconds (docs/costmodel.md)."""
     return max(flops / (hw.eta_c * hw.F), nbytes / (hw.eta_m * hw.BW)) + hw.t_fixed

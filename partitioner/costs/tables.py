@@ -35,7 +35,7 @@ def link_arrays(cluster: Any, hop_s: float = 0.0) -> tuple[np.ndarray, np.ndarra
     """latency_s[G,G] (alpha, seconds) and bandwidth_Bps[G,G] (beta, bytes/s); diagonal 0 / inf.
 
     `hop_s`: the engine's fixed cost per pipeline hop (copy launch, synchronisation), added to the
-    link latency of every pair (GenZ/LLMCompass link time alpha + bytes/beta, costmodel.md)."""
+    link latency of every pair (GenZ/LLMCompass link time alpha + bytes/beta, docs/costmodel.md)."""
     devs = cluster.devices
     G = len(devs)
     alpha = np.zeros((G, G))
@@ -150,7 +150,7 @@ def profile_layers(model: Any, devices: Any) -> dict[str, Any]:
     The profile's workload (batch B, in_flight K, context C, prompt_tokens) picks the row of
     batch tables; `memory_gb` is what a layer needs besides its KV cache, to which
     kv_bytes_per_token·C·B·K is added. `out_bytes` is sent at the profile's batch and scales
-    with B when a search changes it (activations are per token, costmodel.md cut bytes); a
+    with B when a search changes it (activations are per token, docs/costmodel.md cut bytes); a
     prompt of P tokens sends out_bytes·P/B.
     """
     wl = model.workload

@@ -110,7 +110,7 @@ class GpuSpec(Frozen):
     def peak_flops(self, engine: Any = None) -> float:
         """FLOP/s the roofline divides by: the tensor rate (FP32-accumulate), else FP32. An engine
         whose GEMMs accumulate in fp16 doubles it on GeForce cards, whose FP16-accumulate tensor
-        rate is twice the FP32-accumulate one (costmodel.md "Key decisions"); not for a calibrated
+        rate is twice the FP32-accumulate one (docs/costmodel.md "Key decisions"); not for a calibrated
         spec, whose etas were fitted against the catalogue rate."""
         from partitioner.models.engines import resolve_engine
 

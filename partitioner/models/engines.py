@@ -6,7 +6,7 @@ and the per-token fixed cost by memory type (gddr / hbm / unified) and weight-pr
 efficiency factor for NVIDIA GPUs older than Ampere (compute capability < 8.0). An engine scales
 those defaults and adds a per-hop latency. Values a GPU spec gives (a catalogue entry, an inline
 `gpu:` mapping, a cluster written by `partition calibrate profile`) are used as given; a spec that
-gives any of them is calibrated and ignores the engine's scales (costmodel.md "Efficiency factors").
+gives any of them is calibrated and ignores the engine's scales (docs/costmodel.md "Efficiency factors").
 """
 
 from __future__ import annotations

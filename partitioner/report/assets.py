@@ -1,6 +1,6 @@
 """Inline CSS and the calculator's JavaScript for the self-contained HTML report.
 
-The calculator re-implements `partitioner.analysis.analyze` (theory.md Thms 1-3, Cors 1-5,
+The calculator re-implements `partitioner.analysis.analyze` (docs/theory.md Thms 1-3, Cors 1-5,
 Prop 1, §9, Errors 1) with the same formulas, names and validation, so each output cell
 (`data-calc="KEY"`) equals `analyze(tau, d, M, rho).to_dict()[KEY]`.
 """
@@ -71,7 +71,7 @@ CALCULATOR_JS = r"""
   }
   function sum(a) { return a.reduce(function (x, y) { return x + y; }, 0); }
   function max(a) { return Math.max.apply(null, a); }
-  // Same formulas as partitioner.analysis.analyze (theory.md).
+  // Same formulas as partitioner.analysis.analyze (docs/theory.md).
   function analyze(tau, d, M, rho) {
     var S = tau.length;
     if (S === 0) fail("tau must hold at least one stage time");

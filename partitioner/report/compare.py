@@ -1,10 +1,10 @@
-"""The report's data: one typed row per plan, scored with the closed forms of theory.md.
+"""The report's data: one typed row per plan, scored with the closed forms of docs/theory.md.
 
 Every number comes from `Plan` (Thm 2, Thm 3, Cor 1, Cor 4) or from
 `partitioner.analysis.analyze` (the quantities of `partition analyze`); this module only
 collects them into frozen dataclasses. Renderers (`render_*`, `html`) never compute.
 
-GPipe error split (Cor 3, theory.md): T_gpipe - T_async = sum(tau_max - tau_j) - sum(d), i.e.
+GPipe error split (Cor 3, docs/theory.md): T_gpipe - T_async = sum(tau_max - tau_j) - sum(d), i.e.
 the homogeneity overestimate sum(tau_max - tau_j) (Cor 1) minus the communication
 underestimate sum(d); both terms are constant in M.
 """
@@ -80,7 +80,7 @@ class DeviceMemory:
 
 @dataclass(frozen=True)
 class PlanMetrics:
-    """Every per-plan quantity of the report (theory.md; M-independent unless in `by_M`)."""
+    """Every per-plan quantity of the report (docs/theory.md; M-independent unless in `by_M`)."""
 
     devices: tuple[str, ...]
     layers: tuple[tuple[int, int], ...]  # half-open [start, end) per stage

@@ -2,7 +2,7 @@
 baseline (or why that baseline does not fit), the bottleneck stage, the links worth fixing and
 the engine command that runs the plan.
 
-Link fixes (Cor 4, theory.md): a link binds when d_s > tau_max - tau_s; it stops binding once
+Link fixes (Cor 4, docs/theory.md): a link binds when d_s > tau_max - tau_s; it stops binding once
 d_s <= tau_max - tau_s, and the blocking period becomes max(tau_max, sigma_j for j != s) (Thm 3).
 A link leaving the bottleneck stage has no slack: only asynchronous sends hide it.
 """

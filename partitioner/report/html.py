@@ -155,7 +155,7 @@ def _calculator(report: Report) -> str:
                      for k in CALC_KEYS)
     return f"""<section id="calc"><h2>Calculator: every quantity of <code>partition analyze</code></h2>
 <p class="note">Edit the stage times τ and link times d (milliseconds, comma-separated), M and ρ; the table
-recomputes in the page with the closed forms of theory.md (Thms 1-3, Cors 1-5, Prop 1, §9). As in
+recomputes in the page with the closed forms of docs/theory.md (Thms 1-3, Cors 1-5, Prop 1, §9). As in
 <code>partition analyze</code>: empty d means zeros, empty M means 1, empty ρ means 1.</p>
 <div><label for="calc-tau">τ (ms)</label> <input id="calc-tau" value="{escape(tau)}"></div>
 <div><label for="calc-d">d (ms)</label> <input id="calc-d" value="{escape(d)}"></div>

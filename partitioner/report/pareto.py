@@ -1,6 +1,6 @@
 """Pareto frontier between throughput (1 / period) and first-micro-batch latency (sum tau + sum d).
 
-Why a sweep of M finds it (Thm 2 / Thm 3, theory.md): T(M) = (sum tau + sum d) + (M - 1) * period
+Why a sweep of M finds it (Thm 2 / Thm 3, docs/theory.md): T(M) = (sum tau + sum d) + (M - 1) * period
 is a weighted sum of the two criteria, latency with weight 1 and period with weight M - 1.
 A plan minimising T(M) for some M is therefore a *supported* Pareto point (a vertex of the
 convex hull of the achievable (period, latency) set). Solving the `makespan` objective for

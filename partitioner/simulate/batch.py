@@ -1,7 +1,7 @@
 """Makespans of N configurations at once: the recurrence iterated over (m, s), numpy over N.
 
 For sweeps and the closed-form validation (benchmarks/validate_closed_forms.py). Same engine
-and semantics as `simulate` (theory.md recurrences (1)/(2), plus serial links, buffers and
+and semantics as `simulate` (docs/theory.md recurrences (1)/(2), plus serial links, buffers and
 partial overlap), deterministic stage times only. M may differ per configuration: the run goes
 to max(M) and reads T(M_i) = C[M_i - 1][S-1], exact because micro-batch m depends only on
 micro-batches <= m (assumptions A1, A3: no backward dependency, in-order).

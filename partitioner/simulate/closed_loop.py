@@ -1,6 +1,6 @@
 """Closed-loop decode simulation: K micro-batches circulate for a number of rounds.
 
-The same engine as `simulate` (theory.md recurrences (1)/(2) and the extensions of `extended`:
+The same engine as `simulate` (docs/theory.md recurrences (1)/(2) and the extensions of `extended`:
 serial links, bounded buffers, random stage times, partial overlap) with `engine.Loop`: after
 the last stage a micro-batch's sampled tokens go back over the return link d_ret, and its next
 step enters stage 0 when they land. The closed form it is checked against is

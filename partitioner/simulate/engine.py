@@ -1,4 +1,4 @@
-"""The schedule recurrence, vectorised over N configurations (theory.md recurrences (1), (2)).
+"""The schedule recurrence, vectorised over N configurations (docs/theory.md recurrences (1), (2)).
 
 Legend: m micro-batch (0..M-1, in order), s stage (0..S-1), link s joins stage s to s+1.
 For every (m, s), with all micro-batches ready at t = 0 and arrays over N configurations:
@@ -7,7 +7,7 @@ For every (m, s), with all micro-batches ready at t = 0 and arrays over N config
     B[m][s]  = max(A[m][s], R[m-1][s]) ; C = B + p[m][s]  compute start / end
     D[m][s]  = max(C[m][s], R[m-K_s-1][s+1])              departure (blocking after service)
     L[m][s]  = max(D[m][s], L[m-1][s] + o_s) if serial    send start (FIFO link, occupancy o_s)
-               D[m][s]                       otherwise     (pure delay, theory.md §2)
+               D[m][s]                       otherwise     (pure delay, docs/theory.md §2)
     F_send   = L[m][s] + d_s                               arrival at stage s+1
     R[m][s]  = D + beta (F_send - D)                       release of stage s for m+1
 

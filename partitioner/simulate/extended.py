@@ -1,4 +1,4 @@
-"""Options beyond the paper's assumptions (theory.md §10 open problems (i), (ii), (v); Errors 3).
+"""Options beyond the paper's assumptions (docs/theory.md §10 open problems (i), (ii), (v); Errors 3).
 
 - regime and partial overlap: the blocked share beta of each send is 0 ("async", recurrence 1),
   1 ("blocking", recurrence 2) or 1 - rho ("partial": a fraction rho of every transfer overlaps

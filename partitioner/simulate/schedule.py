@@ -1,7 +1,7 @@
 """The full schedule of one pipeline: every micro-batch on every stage and link (issue 2).
 
 `simulate(tau, d, M, regime)` evaluates recurrence (1) (async: a link is a pure delay, the stage
-is not blocked) or (2) (blocking: the send occupies the stage) of theory.md exactly, and the
+is not blocked) or (2) (blocking: the send occupies the stage) of docs/theory.md exactly, and the
 extensions of `extended` (serial links, bounded buffers, random stage times, partial overlap),
 through `engine.run` with N = 1. `ticks(M, S)` is the synchronous clock-cycle order of GPipe
 (torchgpipe `clock_cycles`), the fill-drain order recurrence (1) follows when all tau are equal.
@@ -69,7 +69,7 @@ class Schedule:
 
     @property
     def makespan(self) -> float:
-        """T(M) = finish of the last micro-batch on the last stage (theory.md §2)."""
+        """T(M) = finish of the last micro-batch on the last stage (docs/theory.md §2)."""
         return float(self.finish[-1, -1])
 
     @property
