@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from partitioner.cli import main
 from partitioner.export import llamacpp
-from tests.test_plan_metadata import write
+from test_plan_metadata import write
 
 
 def run(*args: str) -> tuple[int, str, str]:
