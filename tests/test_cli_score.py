@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_plan_metadata import write
 
 from partitioner.cli import main
 from partitioner.export import llamacpp
-from test_plan_metadata import write
 
 
 def run(*args: str) -> tuple[int, str, str]:

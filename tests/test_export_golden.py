@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
+from test_export_launch import plan_of
 
 from partitioner.export import TARGETS, render
-from test_export_launch import plan_of
 
 GOLDEN = Path(__file__).parent / "data" / "golden_exports"
 META = {"model_id": "Qwen/Qwen2.5-14B", "workload": {"weights": "bf16", "kv_cache": "fp8", "activations": "bf16", "context": 8192}}
