@@ -47,10 +47,26 @@ def solve(problem: Problem, solver: str = "auto", **kwargs: Any) -> Solution:
     return get(solver)(problem, **kwargs)
 
 
-def _auto(problem: Problem, **kwargs: Any) -> Solution:
-    """The exact DP wherever it applies, CP-SAT (hinted by whatever the DP found) otherwise."""
+def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
+    """The exact DP wherever it applies, CP-SAT (seeded by what the DP found: its tau* plan and
+    bound) otherwise, all within one wall-clock budget (`problem.time_limit_s`, CP-SAT's 10 s
+    default when unset); past it, or on Ctrl-C, the best plan so far with its bound."""
+    from partitioner.solvers.budget import Budget, TimeUp
+
     dp = importlib.import_module(SOLVERS["dp"])
-    if dp.applies(problem):
-        return dp.solve(problem)  # type: ignore[no-any-return]
     cpsat = importlib.import_module(SOLVERS["cpsat"])
-    return cpsat.solve(problem, **kwargs)  # type: ignore[no-any-return]
+    if dp.applies(problem):
+        return dp.solve(problem, Budget(problem.time_limit_s, progress))  # type: ignore[no-any-return]
+    limit = cpsat.DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s
+    budget = Budget(limit, progress)
+    try:
+        seed = dp.hint(problem, budget)
+    except (TimeUp, KeyboardInterrupt) as exc:
+        found = budget.best_solution("TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED")
+        if found is None:
+            raise
+        return found
+    if seed.optimal and len(seed.objective) == 1:
+        return seed  # type: ignore[no-any-return]
+    budget.solver = "cpsat"
+    return cpsat.solve(problem, progress=progress, hint=seed, budget=budget, **kwargs)  # type: ignore[no-any-return]

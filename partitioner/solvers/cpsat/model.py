@@ -215,14 +215,26 @@ def _objective(model: cp_model.CpModel, problem: Problem, ticks: Ticks, v: Vars)
     """tau_max, sigma_max and T(M) = (M-1) P + sum tau + sum d (Thm 2 / Thm 3), in ticks.
 
     T gets its own variable: CP-SAT 9.15's presolve wrongly reported INFEASIBLE when a
-    cut-off `expr <= ub` was posted on the very expression being minimised.
+    cut-off `expr <= ub` was posted on the very expression being minimised. When T(M) needs
+    coarser ticks than the stage phases (`Ticks.split`), it is built on its own tick tables with
+    its own period variable P_T >= every stage's tau (async) or sigma (blocking) in those ticks.
     """
-    period = v.tau_max if problem.regime == "async" else v.sigma_max
-    work = sum(int(ticks.c[g, l]) * v.w[l][g] for l in range(problem.L) for g in range(problem.G))
-    links = sum(int(ticks.d[g, h, l]) * y for (l, g, h), y in v.y.items())
-    worst_d = int(ticks.d.max()) if ticks.d.size else 0
-    top = (problem.M - 1) * (int(ticks.c.sum(axis=1).max()) + worst_d) + int(ticks.c.max(axis=0).sum())
-    top += (min(problem.G, problem.L) - 1) * worst_d
+    c, d = (ticks.Tc, ticks.Td) if ticks.split else (ticks.c, ticks.d)
+    assert c is not None and d is not None
+    G, L = problem.G, problem.L
+    worst_d = int(d.max()) if d.size else 0
+    if ticks.split:
+        period = model.NewIntVar(0, int(c.sum(axis=1).max()) + worst_d, "P_T")
+        for g in range(G):
+            tau_g = sum(int(c[g, l]) * v.w[l][g] for l in range(L))
+            d_g = sum(int(d[a, b, l]) * y for (l, a, b), y in v.y.items() if a == g)
+            model.Add(period >= (tau_g if problem.regime == "async" else tau_g + d_g))
+    else:
+        period = v.tau_max if problem.regime == "async" else v.sigma_max
+    work = sum(int(c[g, l]) * v.w[l][g] for l in range(L) for g in range(G))
+    links = sum(int(d[g, h, l]) * y for (l, g, h), y in v.y.items())
+    top = (problem.M - 1) * (int(c.sum(axis=1).max()) + worst_d) + int(c.max(axis=0).sum())
+    top += (min(G, L) - 1) * worst_d
     T = model.NewIntVar(0, top, "T")
     model.Add(T == (problem.M - 1) * period + work + links)
     return {"tau": v.tau_max, "sigma": v.sigma_max, "T": T}

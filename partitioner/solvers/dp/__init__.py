@@ -18,8 +18,9 @@ import time
 
 import numpy as np
 
-from partitioner.errors import InfeasibleError, InputError
+from partitioner.errors import InfeasibleError, InputError, SolverError
 from partitioner.problem import Problem, Solution, evaluate, explain_infeasible, lex_compare, objective_key
+from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.lattice import Lattice, lattice_size
 from partitioner.solvers.dp.makespan import min_makespan
@@ -77,13 +78,49 @@ def _space(problem: Problem) -> Space:
     return Space(T, fine=fine, coarse=coarse)
 
 
-def solve(problem: Problem) -> Solution:
+def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Solution:
     """The exact optimum of `problem` (issue 4 objectives); raises InputError when the instance is
-    outside `applies` and InfeasibleError when no plan fits the memory limits."""
+    outside `applies` and InfeasibleError when no plan fits the memory limits. Past the time
+    limit (`problem.time_limit_s`, or the caller's `budget`) or on Ctrl-C it returns the best
+    plan found so far with optimal=False and its lower bound (SolverError / KeyboardInterrupt
+    when there is none yet)."""
     if not applies(problem):
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")
+    if budget is None:
+        budget = Budget(problem.time_limit_s)
+    try:
+        return _solve(problem, budget)
+    except (TimeUp, KeyboardInterrupt) as exc:
+        status = "TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED"
+        found = budget.best_solution(status)
+        if found is not None:
+            return found
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise SolverError(f"dp: no plan found within the time limit ({problem.time_limit_s} s)") from None
+
+
+def _watch(problem: Problem, space: Space, budget: Budget) -> None:
+    """Let the steps report plans and bounds to the budget and stop at its deadline."""
+    tau_first = problem.objective == "balanced" or (problem.objective == "throughput" and problem.regime == "async")
+
+    def seen(kind: str, plan: Plan) -> None:
+        if kind == "tau" and tau_first:
+            budget.bound(plan[0])
+        budget.offer(problem, plan[1], plan[2])
+
+    space.check = budget.check
+    space.on_plan = seen
+    if budget.lower == 0.0:
+        from partitioner.solvers.bounds import lower_bound
+
+        budget.bound(lower_bound(problem, lp=False))
+
+
+def _solve(problem: Problem, budget: Budget) -> Solution:
     start = time.perf_counter()
     space = _space(problem)
+    _watch(problem, space, budget)
 
     def T_of(plan: Plan) -> tuple[float, float]:
         m = evaluate(problem, plan[1], plan[2])
@@ -129,25 +166,29 @@ def free_tau_plan(problem: Problem) -> tuple[float | None, tuple[int, ...], tupl
     return Space(build_tables(problem.tables), coarse=Lattice.build(classes)).tau_plan()
 
 
-def hint(problem: Problem) -> Solution:
+def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     """A good feasible plan for any instance (for CP-SAT's AddHint): `solve` where it applies;
     otherwise the better (by `objective_key`) of the exact optimum in the listed device order
     and, in free order, the tau*-attaining plan of the reachability DP. It is reported with
     optimal=False and as lower bound the best of `bounds.lower_bound` (fluid LP, memory floor)
     and the exact free-order tau* (the period itself, or the makespan bound built on it)."""
     if applies(problem):
-        return solve(problem)
+        return solve(problem, budget)
     from partitioner.solvers.bounds import lower_bound, makespan_bound
 
     start = time.perf_counter()
-    fixed = solve(dataclasses.replace(problem, order="fixed"))
-    plans = [(fixed.devices, fixed.cuts)]
-    lb = lower_bound(problem)
     tau = None
+    plans = []
     if problem.order == "free":
         tau, devices, cuts = free_tau_plan(problem)
         if devices:
             plans.append((devices, cuts))
+            if budget is not None:
+                budget.offer(problem, devices, cuts)
+    listed = Budget(None if budget is None else budget.left(0.0) if budget.deadline else None)
+    fixed = solve(dataclasses.replace(problem, order="fixed"), listed)  # its bounds are not ours
+    plans.append((fixed.devices, fixed.cuts))
+    lb = lower_bound(problem)
     best = min(plans, key=lambda pc: objective_key(problem, evaluate(problem, *pc)))
     key = objective_key(problem, evaluate(problem, *best))
     if tau is not None and np.isfinite(tau):
@@ -156,6 +197,9 @@ def hint(problem: Problem) -> Solution:
         elif problem.objective == "makespan":
             lb = max(lb, makespan_bound(problem, tau))
     proven = lex_compare((lb,), key[:1]) == 0 and len(key) == 1
+    if budget is not None:
+        budget.bound(min(lb, key[0]))
+        budget.offer(problem, *best)
     return dataclasses.replace(
         fixed, devices=best[0], cuts=best[1], optimal=proven, objective=key, lower_bound=min(lb, key[0]),
         status="OPTIMAL" if proven else "FEASIBLE", wall_time_s=time.perf_counter() - start,

@@ -18,6 +18,8 @@ full table. The DP is exact over the windows because no plan within the caps lea
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from partitioner.solvers.dp.lattice import Lattice
@@ -87,7 +89,8 @@ class _Table:
 
 
 def lattice_stages(
-    T: DPTables, lat: Lattice, mode: str, tau_cap: float, sigma_cap: float, bound: float = INF
+    T: DPTables, lat: Lattice, mode: str, tau_cap: float, sigma_cap: float, bound: float = INF,
+    check: Callable[[], None] | None = None,
 ) -> Plan:
     """Exact min of max sigma ("max") or of sum sigma ("sum") over free-order plans with every
     tau <= tau_cap, (sum mode) every sigma <= sigma_cap and (max mode) value <= bound."""
@@ -108,6 +111,8 @@ def lattice_stages(
     best, best_f = INF, -1
     for s in range(1, len(lat.levels)):
         idx = lat.levels[s]
+        if check is not None:
+            check()
         for t in range(K):
             P = idx[(lat.coords[idx, t] >= 1) & (tab.size[idx, t] > 0)]
             if P.size == 0:
