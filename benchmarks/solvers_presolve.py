@@ -107,10 +107,11 @@ def properties(n: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--instances", type=int, default=150)
+    ap.add_argument("--instances", type=int, default=150, help="brute-force instances (0: reproducers only)")
     args = ap.parse_args()
     reproducers()
-    properties(args.instances)
+    if args.instances:
+        properties(args.instances)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,9 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
         return _solve(problem, budget)
     except (TimeUp, KeyboardInterrupt) as exc:
         status = "TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED"
+        from partitioner.solvers.bounds import lower_bound
+
+        budget.bound(lower_bound(problem, lp=False))
         found = budget.best_solution(status)
         if found is not None:
             return found
@@ -111,10 +114,6 @@ def _watch(problem: Problem, space: Space, budget: Budget) -> None:
 
     space.check = budget.check
     space.on_plan = seen
-    if budget.lower == 0.0:
-        from partitioner.solvers.bounds import lower_bound
-
-        budget.bound(lower_bound(problem, lp=False))
 
 
 def _solve(problem: Problem, budget: Budget) -> Solution:

@@ -9,6 +9,7 @@ d(g, h, j) = alpha(g, h) + b[j-1] / beta(g, h) (issue 3), +inf at j = 0 and j = 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -125,8 +126,10 @@ def _delay_vector(t: CostTables, g: int, h: int) -> np.ndarray:
     return D
 
 
+@functools.lru_cache(maxsize=8)
 def build_tables(t: CostTables) -> DPTables:
-    """Deduplicate devices by (cost row, capacity) and links by (alpha, beta); build the arrays."""
+    """Deduplicate devices by (cost row, capacity) and links by (alpha, beta); build the arrays
+    (cached per tables object: every objective and order of one cluster shares them)."""
     check_tables(t)
     G = t.G
     keys: dict[bytes, int] = {}
@@ -156,6 +159,16 @@ def build_tables(t: CostTables) -> DPTables:
 
 
 def device_classes(t: CostTables, links: bool) -> list[list[int]]:
+    """`classes(t, links)` as fresh lists (cached per tables object: applies and solve both ask)."""
+    return [list(c) for c in _classes(t, links)]
+
+
+@functools.lru_cache(maxsize=16)
+def _classes(t: CostTables, links: bool) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(c) for c in classes(t, links))
+
+
+def classes(t: CostTables, links: bool) -> list[list[int]]:
     """Interchangeable devices (algorithms.md §3b): same cost row and capacity and, when `links`,
     such that swapping the two leaves the link matrices (alpha, beta) unchanged. "Swapping g and
     h is a symmetry" is an equivalence relation ((g k) = (g h)(h k)(g h)), and inside its classes
