@@ -23,11 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PARTITIONER_SHARED", ROOT / ".." / "shared")) / "data" / "cpsat-presolve"
 sys.path.insert(0, str(ROOT / "tests"))
 
+DEFAULT_INCLUSION = 100_000_000  # OR-Tools 9.15's default presolve_inclusion_work_limit
 SETTINGS: dict[str, dict[str, object]] = {
     "off": {"cp_model_presolve": False},
-    "on (default)": {"cp_model_presolve": True},
+    "on (default)": {"cp_model_presolve": True, "presolve_inclusion_work_limit": DEFAULT_INCLUSION},
     "on, inclusion_work_limit=0": {"cp_model_presolve": True, "presolve_inclusion_work_limit": 0},
-    "on, keep_all_feasible": {"cp_model_presolve": True, "keep_all_feasible_solutions_in_presolve": True},
+    "on, keep_all_feasible": {"cp_model_presolve": True, "presolve_inclusion_work_limit": DEFAULT_INCLUSION,
+                              "keep_all_feasible_solutions_in_presolve": True},
 }
 
 

@@ -153,11 +153,13 @@ def _forbid_ends(model: cp_model.CpModel, v: Vars, g: int, i: int, fits: dict[in
 
 
 def _memory_relaxation(model: cp_model.CpModel, problem: Problem, v: Vars, g: int, cap: float) -> None:
-    """sum floor(m K) w[.][g] <= ceil((C + tied) K) + L: never cuts a feasible plan."""
+    """sum floor(m K) w[.][g] <= ceil((C + tied) K) + L: never cuts a feasible plan. K keeps the
+    coefficients below 2^30: OR-Tools 9.15's presolve mis-handled knapsacks with coefficients
+    of 2^31 and more (docs/cpsat-presolve.md)."""
     m = np.asarray(problem.tables.memory_gb, dtype=float)
     if not (np.all(np.isfinite(m)) and np.all(m >= 0) and np.isfinite(cap)) or m.sum() <= cap:
         return
-    K = 2.0 ** np.floor(np.log2(2.0**40 / max(float(m.sum()), abs(cap), 1e-300)))
+    K = 2.0 ** np.floor(np.log2(2.0**30 / max(float(m.sum()), abs(cap), 1e-300)))
     rhs = int(np.ceil((cap + problem.tables.tied_gb) * K)) + problem.L
     model.Add(sum(int(np.floor(m[l] * K)) * v.w[l][g] for l in range(problem.L)) <= rhs)
 

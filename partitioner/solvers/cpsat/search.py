@@ -6,9 +6,12 @@ that ends by proof (OPTIMAL/INFEASIBLE) returns the same plan on every run. A so
 by its wall-clock limit depends on how far it got, so FEASIBLE results may differ between runs.
 
 Presolve: CP-SAT 9.15's presolve returned a wrong OPTIMAL and a false INFEASIBLE on models
-this planner builds (two reproducers: docs/cpsat-presolve.md). Presolve stays off unless
-`PRESOLVE` is switched on; `extra_parameters` is how benchmarks/solvers_presolve.py compares
-settings. Ctrl-C: the solve runs in a worker thread; KeyboardInterrupt in the main thread stops
+this planner builds (two reproducers: docs/cpsat-presolve.md); both come from its inclusion
+detection. With `presolve_inclusion_work_limit = 0` both reproducers and every brute-force
+property test answer correctly (benchmarks/solvers_presolve.py: 0 wrong of 480, against 7
+with the default and 7 with keep_all_feasible_solutions_in_presolve), and the solves are
+2-3x faster than with presolve off, so presolve is on with that limit. `extra_parameters` is
+how the benchmark compares settings. Ctrl-C: the solve runs in a worker thread; KeyboardInterrupt in the main thread stops
 the search, and the caller keeps the best plan found so far.
 """
 
@@ -42,7 +45,8 @@ WORKERS = max(1, min(8, os.cpu_count() or 1))
 SEED = 0
 FIRST_PHASE_SHARE = 0.6  # the bottleneck phase is the hard one; later phases get the rest
 MIN_PHASE_S = 0.05
-PRESOLVE = False  # CP-SAT 9.15 presolve returned wrong optima on this model (module doc)
+PRESOLVE = True  # with INCLUSION_WORK_LIMIT = 0 (module doc: the 9.15 presolve bugs)
+INCLUSION_WORK_LIMIT = 0
 extra_parameters: dict[str, Any] = {}  # set by benchmarks/solvers_presolve.py only
 PROBING_LEVEL = 1  # level 2 (default) spent 5 s of wall time probing at L=40, G=8 before searching
 
@@ -65,7 +69,8 @@ def make_solver(limit_s: float) -> cp_model.CpSolver:
     p.interleave_search = True
     p.random_seed = SEED
     p.cp_model_probing_level = PROBING_LEVEL
-    p.cp_model_presolve = PRESOLVE  # see the module doc: presolve bug
+    p.cp_model_presolve = PRESOLVE  # see the module doc: presolve bugs
+    p.presolve_inclusion_work_limit = INCLUSION_WORK_LIMIT
     p.catch_sigint_signal = False  # Ctrl-C is handled by `run` in the main thread
     for key, value in extra_parameters.items():
         setattr(p, key, value)
