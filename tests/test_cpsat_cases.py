@@ -159,7 +159,7 @@ def test_tiny_time_limit_returns_a_plan_or_says_why() -> None:
 
 
 def test_no_plan_in_time_raises_solver_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cpsat, "_dp_plan", lambda problem: None)
+    monkeypatch.setattr(cpsat, "_dp_plan", lambda problem, budget=None: None)
     monkeypatch.setattr(cpsat, "phase_limit", lambda *args: 1e-9)
     with pytest.raises(SolverError, match=r"no plan found within the time limit .*G=8, L=40"):
         cpsat.solve(_hard(1.0))

@@ -23,7 +23,8 @@ EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpi
 @click.option("--solver", type=click.Choice(SOLVER_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(["free", "fixed"]), default=None, help="Override the cluster file's order.")
 @click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="CP-SAT time limit in seconds.")
+              help="Wall-clock limit in seconds for the whole search (every solver phase); the best plan "
+                   "so far and its bound are returned when it hits. Ctrl-C does the same.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Also write the plan JSON here.")
 @click.option("--export", "export", type=click.Choice(EXPORT_CHOICES), default=None,
@@ -65,12 +66,14 @@ def plan(
 
 
 def _progress_printer() -> Any:
-    """A CP-SAT progress callback that prints each improving incumbent and bound to stderr."""
+    """A search progress callback that prints each improving incumbent and bound to stderr once
+    the search has run for a second (shorter searches stay quiet)."""
 
     from partitioner.cli._output import fmt_time
 
     def show(incumbent: float, bound: float, elapsed: float) -> None:
-        click.echo(f"  cp-sat {elapsed:6.2f}s  incumbent {fmt_time(incumbent)}  bound {fmt_time(bound)}", err=True)
+        if elapsed >= 1.0:
+            click.echo(f"  search {elapsed:6.2f}s  incumbent {fmt_time(incumbent)}  bound {fmt_time(bound)}", err=True)
 
     return show
 

@@ -35,10 +35,11 @@ from partitioner.problem import (
     lex_compare,
     objective_key,
 )
-from partitioner.solvers.budget import Budget
+from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.cpsat import model as cpmodel
 from partitioner.solvers.cpsat.search import (
     DEFAULT_TIME_LIMIT_S,
+    MIN_PHASE_S,
     Progress,
     ProgressFn,
     make_solver,
@@ -76,14 +77,22 @@ def solve(
     if budget is None:
         budget = Budget(DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s, progress)
     clock = time.perf_counter()
-    ticks = build_ticks(problem)
-    model, v = cpmodel.build(problem, ticks)
-    seed = _seed(problem, hint, use_dp)
+    try:
+        ticks = build_ticks(problem)
+        seed = _seed(problem, hint, use_dp, budget)
+        model, v = cpmodel.build(problem, ticks)
+    except (KeyboardInterrupt, TimeUp) as exc:
+        found = budget.best_solution("INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "TIME_LIMIT")
+        if found is None:
+            raise
+        return found
     plan = None if seed is None else (tuple(seed.devices), tuple(seed.cuts))
     if plan is not None:
         check_structure(problem, *plan)
         plan = (cpmodel.canonical(problem, plan[0]), plan[1]) if evaluate(problem, *plan).fits else None
     names = cpmodel.phases(problem)
+    if plan is not None and budget.deadline is not None and budget.left(0.0) < MIN_PHASE_S:
+        return _out_of_time(problem, plan, seed, budget)  # building the model used the budget up
     lowers = [0.0] * len(names)
     proven = [False] * len(names)
     statuses: list[str] = []
@@ -134,7 +143,16 @@ def solve(
     return _solution(problem, plan, proven, lowers, lower, clock, stats, "INTERRUPTED" if interrupted else "")
 
 
-def _seed(problem: Problem, hint: Hint, use_dp: bool) -> Solution | None:
+def _out_of_time(problem: Problem, plan: Plan, seed: Solution | None, budget: Budget) -> Solution:
+    """The seed plan, unimproved, when no time is left for a CP-SAT phase."""
+    budget.offer(problem, *plan)
+    budget.bound(max(0.0 if seed is None else seed.lower_bound, _static_bound(problem)))
+    found = budget.best_solution("TIME_LIMIT")
+    assert found is not None
+    return found
+
+
+def _seed(problem: Problem, hint: Hint, use_dp: bool, budget: Budget | None = None) -> Solution | None:
     """The caller's hint as a Solution-like seed, else the DP's `hint` (None without either)."""
     if isinstance(hint, Solution):
         return hint
@@ -144,7 +162,7 @@ def _seed(problem: Problem, hint: Hint, use_dp: bool) -> Solution | None:
         return Solution(devices=devices, cuts=cuts, solver="hint", optimal=False, objective=(), lower_bound=0.0)
     if not use_dp:
         return None
-    found = _dp_plan(problem)
+    found = _dp_plan(problem, budget)
     if found is None:
         return None
     if isinstance(found, Solution):
@@ -176,13 +194,13 @@ def _static_bound(problem: Problem) -> float:
         return 0.0
 
 
-def _dp_plan(problem: Problem) -> Solution | Plan | None:
+def _dp_plan(problem: Problem, budget: Budget | None = None) -> Solution | Plan | None:
     """The DP's seed (`dp.hint`): its optimum where it applies, else the better of its exact
     listed-order optimum and its tau*-attaining free-order plan, with its lower bound."""
     try:
         from partitioner.solvers import dp
 
-        found = dp.hint(problem)
+        found = dp.hint(problem, budget)
     except PartitionerError:
         return None
     return found if found.feasible else None

@@ -45,6 +45,7 @@ class Vars:
     tau_max: Lit
     sigma_max: Lit
     goals: dict[str, Lit] = field(default_factory=dict)
+    out: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
 
 
 def build(problem: Problem, ticks: Ticks) -> tuple[cp_model.CpModel, Vars]:
@@ -118,10 +119,15 @@ def _intervals(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
 def _links(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
     """y[l][g][h] = end[l][g] and start[l+1][h], as two flow equalities (one cut, one pair)."""
     G = problem.G
+    out: dict[tuple[int, int], list[Lit]] = {}
+    into: dict[tuple[int, int], list[Lit]] = {}
+    for (l, g, h), y in v.y.items():
+        out.setdefault((l, g), []).append(y)
+        into.setdefault((l, h), []).append(y)
     for l in range(problem.L - 1):
         for g in range(G):
-            model.Add(sum(v.y[l, g, h] for h in range(G) if (l, g, h) in v.y) == v.end[l][g])
-            model.Add(sum(v.y[l, h, g] for h in range(G) if (l, h, g) in v.y) == v.start[l + 1][g])
+            model.Add(cp_model.LinearExpr.Sum(out.get((l, g), [])) == v.end[l][g])
+            model.Add(cp_model.LinearExpr.Sum(into.get((l, g), [])) == v.start[l + 1][g])
 
 
 def _memory(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
@@ -205,12 +211,23 @@ def _symmetry(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
 
 
 # [START objective]
-def _tau(ticks: Ticks, v: Vars, g: int) -> Expr:
-    return sum(int(ticks.c[g, l]) * v.w[l][g] for l in range(len(v.w)))
+def _tau(ticks: Ticks, v: Vars, g: int, c: np.ndarray | None = None) -> Expr:
+    c = ticks.c if c is None else c
+    return cp_model.LinearExpr.WeightedSum([v.w[l][g] for l in range(len(v.w))], [int(x) for x in c[g]])
 
 
-def _delay(ticks: Ticks, v: Vars, g: int) -> Expr:
-    return sum(int(ticks.d[a, b, l]) * y for (l, a, b), y in v.y.items() if a == g)
+def _delay(ticks: Ticks, v: Vars, g: int, d: np.ndarray | None = None) -> Expr:
+    d = ticks.d if d is None else d
+    keys = _out_links(v).get(g, [])
+    return cp_model.LinearExpr.WeightedSum([v.y[k] for k in keys], [int(d[g, k[2], k[0]]) for k in keys])
+
+
+def _out_links(v: Vars) -> dict[int, list[tuple[int, int, int]]]:
+    """The y keys (l, g, h) grouped by the sending device g (built once per model)."""
+    if not v.out:
+        for key in v.y:
+            v.out.setdefault(key[1], []).append(key)
+    return v.out
 
 
 def _objective(model: cp_model.CpModel, problem: Problem, ticks: Ticks, v: Vars) -> dict[str, Lit]:
@@ -228,13 +245,14 @@ def _objective(model: cp_model.CpModel, problem: Problem, ticks: Ticks, v: Vars)
     if ticks.split:
         period = model.NewIntVar(0, int(c.sum(axis=1).max()) + worst_d, "P_T")
         for g in range(G):
-            tau_g = sum(int(c[g, l]) * v.w[l][g] for l in range(L))
-            d_g = sum(int(d[a, b, l]) * y for (l, a, b), y in v.y.items() if a == g)
-            model.Add(period >= (tau_g if problem.regime == "async" else tau_g + d_g))
+            tau_g = _tau(ticks, v, g, c)
+            model.Add(period >= (tau_g if problem.regime == "async" else tau_g + _delay(ticks, v, g, d)))
     else:
         period = v.tau_max if problem.regime == "async" else v.sigma_max
-    work = sum(int(c[g, l]) * v.w[l][g] for l in range(L) for g in range(G))
-    links = sum(int(d[g, h, l]) * y for (l, g, h), y in v.y.items())
+    work = cp_model.LinearExpr.WeightedSum([v.w[l][g] for l in range(L) for g in range(G)],
+                                           [int(c[g, l]) for l in range(L) for g in range(G)])
+    keys = list(v.y)
+    links = cp_model.LinearExpr.WeightedSum([v.y[k] for k in keys], [int(d[k[1], k[2], k[0]]) for k in keys])
     top = (problem.M - 1) * (int(c.sum(axis=1).max()) + worst_d) + int(c.max(axis=0).sum())
     top += (min(G, L) - 1) * worst_d
     T = model.NewIntVar(0, top, "T")

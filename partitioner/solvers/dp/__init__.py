@@ -165,6 +165,15 @@ def free_tau_plan(problem: Problem) -> tuple[float | None, tuple[int, ...], tupl
     return Space(build_tables(problem.tables), coarse=Lattice.build(classes)).tau_plan()
 
 
+def _reraise(found: Solution) -> Solution:
+    """A seed step that stopped early stops the whole solve (Ctrl-C or the time limit)."""
+    if found.status == "INTERRUPTED":
+        raise KeyboardInterrupt
+    if found.status == "TIME_LIMIT":
+        raise TimeUp
+    return found
+
+
 def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     """A good feasible plan for any instance (for CP-SAT's AddHint): `solve` where it applies;
     otherwise the better (by `objective_key`) of the exact optimum in the listed device order
@@ -172,7 +181,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     optimal=False and as lower bound the best of `bounds.lower_bound` (fluid LP, memory floor)
     and the exact free-order tau* (the period itself, or the makespan bound built on it)."""
     if applies(problem):
-        return solve(problem, budget)
+        return _reraise(solve(problem, budget))
     from partitioner.solvers.bounds import lower_bound, makespan_bound
 
     start = time.perf_counter()
@@ -186,6 +195,9 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
                 budget.offer(problem, devices, cuts)
     listed = Budget(None if budget is None else budget.left(0.0) if budget.deadline else None)
     fixed = solve(dataclasses.replace(problem, order="fixed"), listed)  # its bounds are not ours
+    if budget is not None:
+        budget.offer(problem, fixed.devices, fixed.cuts)
+    _reraise(fixed)
     plans.append((fixed.devices, fixed.cuts))
     lb = lower_bound(problem)
     best = min(plans, key=lambda pc: objective_key(problem, evaluate(problem, *pc)))
