@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from instances import random_tables  # noqa: E402
+from instances import random_tables
 
-from partitioner import solvers  # noqa: E402
-from partitioner.errors import PartitionerError  # noqa: E402
-from partitioner.problem import Problem  # noqa: E402
-from partitioner.result import Plan  # noqa: E402
+from partitioner import solvers
+from partitioner.errors import PartitionerError
+from partitioner.problem import Problem
+from partitioner.result import Plan
 
 CLUSTERS = [(4, 2), (8, 3), (16, 4), (32, 4), (64, 4), (64, 6)]
 LAYERS = [32, 80, 128, 256]
@@ -50,7 +50,7 @@ def row(L: int, G: int, T: int, order: str, objective: str, args: argparse.Names
     problem = Problem(random_tables(L, G, T, seed=L * 1000 + G), M=args.M, order=order, objective=objective)
     dp_plan, dp_s, dp_err = timed(problem, "dp") if solvers.get("dp") and _applies(problem) else (None, 0.0, "n/a")
     cp = "—"
-    if args.cpsat and L * G <= args.cpsat_max:
+    if args.cpsat and args.cpsat_max >= L * G:
         cp_plan, cp_s, cp_err = timed(
             Problem(problem.tables, M=args.M, order=order, objective=objective, time_limit_s=args.time_limit), "cpsat"
         )

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from instances import random_problem  # noqa: E402
+from instances import random_problem
 
-from partitioner.solvers import dp  # noqa: E402
-from partitioner.solvers.bounds import fluid_bound  # noqa: E402
-from partitioner.solvers.dp.fixed import fixed_stages, fixed_tau  # noqa: E402
-from partitioner.solvers.dp.tables import build_tables, cap  # noqa: E402
+from partitioner.solvers import dp
+from partitioner.solvers.bounds import fluid_bound
+from partitioner.solvers.dp.fixed import fixed_stages, fixed_tau
+from partitioner.solvers.dp.tables import build_tables, cap
 
 REPEAT = 3
 

@@ -53,26 +53,25 @@ def reproducers() -> None:
         s.parameters.num_workers = 1
         _apply(s, setting)
         st = s.Solve(space["build"]())  # type: ignore[operator]
-        first = f"{s.StatusName(st)} {int(s.ObjectiveValue())}"
+        first = f"{s.status_name(st)} {int(s.ObjectiveValue())}"
         m = cp_model.CpModel()
         m.Proto().parse_text_format(text)
         s = cp_model.CpSolver()
         s.parameters.num_workers = 1
         s.parameters.max_time_in_seconds = 60
         _apply(s, setting)
-        second = s.StatusName(s.Solve(m))
+        second = s.status_name(s.Solve(m))
         print(f"{name:30s} {first:>32s} {second:>32s}")
 
 
 def properties(n: int) -> None:
+    import numpy as np
     from test_cpsat_props import random_tables
 
     from partitioner.errors import InfeasibleError
     from partitioner.problem import Problem, lex_compare
     from partitioner.solvers import brute, cpsat
     from partitioner.solvers.cpsat import search
-
-    import numpy as np
 
     rng = np.random.default_rng(7)
     cases = []

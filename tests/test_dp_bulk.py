@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
 from oracle import KINDS, instance, oracle
+
 from partitioner.errors import InfeasibleError
 from partitioner.problem import Problem, evaluate, lex_compare, objective_key
 from partitioner.solvers import dp

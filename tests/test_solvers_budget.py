@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from partitioner.errors import SolverError
-
 from partitioner.problem import CostTables, Problem, evaluate
 from partitioner.solvers import cpsat, dp, solve
 from partitioner.solvers.budget import Budget, TimeUp

@@ -39,7 +39,7 @@ def get(name: str) -> Callable[..., Solution]:
         valid = ", ".join(["auto", *SOLVERS])
         raise InputError(f"unknown solver {name!r}; valid solvers: {valid}")
     module = importlib.import_module(SOLVERS[name])
-    return module.solve  # type: ignore[no-any-return]
+    return module.solve
 
 
 def solve(problem: Problem, solver: str = "auto", **kwargs: Any) -> Solution:
@@ -56,7 +56,7 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
     dp = importlib.import_module(SOLVERS["dp"])
     cpsat = importlib.import_module(SOLVERS["cpsat"])
     if dp.applies(problem):
-        return dp.solve(problem, Budget(problem.time_limit_s, progress))  # type: ignore[no-any-return]
+        return dp.solve(problem, Budget(problem.time_limit_s, progress))
     limit = cpsat.DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s
     budget = Budget(limit, progress)
     try:
@@ -67,6 +67,6 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
             raise
         return found
     if seed.optimal and len(seed.objective) == 1:
-        return seed  # type: ignore[no-any-return]
+        return seed
     budget.solver = "cpsat"
-    return cpsat.solve(problem, progress=progress, hint=seed, budget=budget, **kwargs)  # type: ignore[no-any-return]
+    return cpsat.solve(problem, progress=progress, hint=seed, budget=budget, **kwargs)

@@ -81,20 +81,20 @@ def min_work(tables: CostTables) -> float:
     for t, members in enumerate(_types(tables)):
         g = members[0]
         row = []
-        for l in range(tables.L):
-            if tables.memory_gb[l] <= room[g]:
-                var = solver.NumVar(0.0, 1.0, f"x_{t}_{l}")
-                x[t, l] = var
-                row.append(float(tables.memory_gb[l]) * var)
-                objective.append(float(tables.cost[g, l]) * var)
+        for ly in range(tables.L):
+            if tables.memory_gb[ly] <= room[g]:
+                var = solver.NumVar(0.0, 1.0, f"x_{t}_{ly}")
+                x[t, ly] = var
+                row.append(float(tables.memory_gb[ly]) * var)
+                objective.append(float(tables.cost[g, ly]) * var)
         if row:
             solver.Add(sum(row) <= len(members) * float(room[g]))
-    for l in range(tables.L):
-        vars_l = [v for (t, ll), v in x.items() if ll == l]
+    for ly in range(tables.L):
+        vars_l = [v for (t, ll), v in x.items() if ll == ly]
         if not vars_l:
             return float("inf")
         solver.Add(sum(vars_l) == 1)  # type: ignore[arg-type]
-    solver.Minimize(sum(objective))  # type: ignore[arg-type]
+    solver.Minimize(sum(objective))
     status = solver.Solve()
     if status == pywraplp.Solver.INFEASIBLE:
         return float("inf")
@@ -107,7 +107,7 @@ def fluid_bound(tables: CostTables) -> float:
     """The fluid LP bound on tau* over device types (same cost row and capacity), via GLOP."""
     from ortools.linear_solver import pywraplp
 
-    types = {i: members for i, members in enumerate(_types(tables))}
+    types = dict(enumerate(_types(tables)))
     solver = pywraplp.Solver.CreateSolver("GLOP")
     if solver is None:
         raise SolverError("OR-Tools GLOP is not available for the fluid lower bound")
@@ -115,15 +115,15 @@ def fluid_bound(tables: CostTables) -> float:
     x = {}
     for t, members in enumerate(types.values()):
         g = members[0]
-        for l in range(tables.L):
-            if tables.memory_gb[l] <= _room(tables)[g]:
-                x[t, l] = solver.NumVar(0.0, 1.0, f"x_{t}_{l}")
-        row = [(float(tables.cost[g, l]), x[t, l]) for l in range(tables.L) if (t, l) in x]
+        for ly in range(tables.L):
+            if tables.memory_gb[ly] <= _room(tables)[g]:
+                x[t, ly] = solver.NumVar(0.0, 1.0, f"x_{t}_{ly}")
+        row = [(float(tables.cost[g, ly]), x[t, ly]) for ly in range(tables.L) if (t, ly) in x]
         solver.Add(sum(c * v for c, v in row) <= len(members) * B)
-        mem = sum(float(tables.memory_gb[l]) * v for l in range(tables.L) if (t, l) in x for v in [x[t, l]])
+        mem = sum(float(tables.memory_gb[ly]) * v for ly in range(tables.L) if (t, ly) in x for v in [x[t, ly]])
         solver.Add(mem <= len(members) * float(_room(tables)[g]))
-    for l in range(tables.L):
-        vars_l = [v for (t, ll), v in x.items() if ll == l]
+    for ly in range(tables.L):
+        vars_l = [v for (t, ll), v in x.items() if ll == ly]
         if not vars_l:
             return float("inf")
         solver.Add(sum(vars_l) == 1)

@@ -10,6 +10,7 @@ bound, elapsed)` is called for each improving plan once a solve has run for `QUI
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -48,7 +49,7 @@ class Budget:
             raise TimeUp
 
     def bound(self, value: float) -> None:
-        if value == value and value > self.lower:
+        if not math.isnan(value) and value > self.lower:
             self.lower = float(value)
 
     def offer(self, problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> None:

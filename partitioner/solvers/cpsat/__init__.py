@@ -47,8 +47,8 @@ from partitioner.solvers.cpsat.search import (
     run,
     status_name,
 )
-from partitioner.solvers.dp.tables import cap
 from partitioner.solvers.cpsat.ticks import Ticks, build_ticks, plan_ticks
+from partitioner.solvers.dp.tables import cap
 
 __all__ = ["solve", "DEFAULT_TIME_LIMIT_S"]
 
@@ -102,45 +102,46 @@ def solve(
         statuses.append("OPTIMAL")
         budget.bound(seed.lower_bound)
         budget.offer(problem, *plan)
-        model.Add(v.goals[names[0]] <= _tick_cap(ticks, names[0], seed.lower_bound))
+        model.add(v.goals[names[0]] <= _tick_cap(ticks, names[0], seed.lower_bound))
     branches = conflicts = 0.0
     interrupted = False
     for k in range(first, len(names)):
         name = names[k]
         goal = v.goals[name]
-        model.Minimize(goal)
-        model.ClearHints()
+        model.minimize(goal)
+        model.clear_hints()
         if plan is not None:
             for var, value in cpmodel.assignment(v, *plan):
-                model.AddHint(var, value)
+                model.add_hint(var, value)
             for goal_name, value in plan_ticks(ticks, problem.regime, *plan).items():
-                model.AddHint(v.goals[goal_name], value)
+                model.add_hint(v.goals[goal_name], value)
             if k == 0:
-                model.Add(goal <= plan_ticks(ticks, problem.regime, *plan)[name])
+                model.add(goal <= plan_ticks(ticks, problem.regime, *plan)[name])
         left = budget.left(DEFAULT_TIME_LIMIT_S) - (time.perf_counter() - clock if budget.deadline is None else 0.0)
         solver = make_solver(phase_limit(left, 0.0, k, len(names)))
         status, interrupted = run(solver, model, Progress(progress, ticks, name, budget.start))
         statuses.append(status_name(status))
-        branches += solver.NumBranches()
-        conflicts += solver.NumConflicts()
-        plan, value = _outcome(problem, model, solver, status, v, plan, ticks, name, k)
+        branches += solver.num_branches
+        conflicts += solver.num_conflicts
+        plan, value = _outcome(problem, model, solver, status, v, plan=plan, ticks=ticks, name=name, k=k)
         if plan is not None:
             budget.offer(problem, *plan)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            lowers[k] = ticks.seconds(max(solver.BestObjectiveBound() - ticks.slack(name), 0.0), name)
+            lowers[k] = ticks.seconds(max(solver.best_objective_bound - ticks.slack(name), 0.0), name)
             proven[k] = status == cp_model.OPTIMAL
         if k == 0:
             budget.bound(lowers[0])
         if status == cp_model.UNKNOWN or interrupted:
             break  # out of time or stopped: keep the best plan so far
         if k < len(names) - 1:
-            model.Add(goal <= value + ticks.slack(name))
+            model.add(goal <= value + ticks.slack(name))
     if plan is None:  # unreachable: _outcome raises when no plan is known
         raise SolverError("cpsat: no plan")
     stats = {"branches": branches, "conflicts": conflicts, "phases": float(len(statuses)), "ticks_per_s": ticks.scale,
              "T_ticks_per_s": ticks.T_scale}
     lower = max(lowers[0], 0.0 if seed is None else seed.lower_bound, _static_bound(problem))
-    return _solution(problem, plan, proven, lowers, lower, clock, stats, "INTERRUPTED" if interrupted else "")
+    return _solution(problem, plan, proven=proven, lowers=lowers, lower=lower, clock=clock, stats=stats,
+                     status="INTERRUPTED" if interrupted else "")
 
 
 def _out_of_time(problem: Problem, plan: Plan, seed: Solution | None, budget: Budget) -> Solution:
@@ -181,7 +182,7 @@ def _proves_first(problem: Problem, seed: Solution) -> bool:
 
 def _tick_cap(ticks: Ticks, name: str, seconds: float) -> int:
     """Ticks that every plan whose exact value is within the tie tolerance of `seconds` stays under."""
-    return int(math.ceil(cap(seconds) / ticks.seconds(1.0, name))) + ticks.slack(name)
+    return math.ceil(cap(seconds) / ticks.seconds(1.0, name)) + ticks.slack(name)
 
 
 def _static_bound(problem: Problem) -> float:
@@ -212,6 +213,7 @@ def _outcome(
     solver: cp_model.CpSolver,
     status: int,
     v: cpmodel.Vars,
+    *,
     plan: Plan | None,
     ticks: Ticks,
     name: str,
@@ -219,11 +221,11 @@ def _outcome(
 ) -> tuple[Plan | None, int]:
     """Map a phase's status to (plan, objective ticks) or the typed error (style rule 10)."""
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return _extract(solver, v), int(round(solver.ObjectiveValue()))
+        return _extract(solver, v), round(solver.objective_value)
     if status == cp_model.INFEASIBLE and k == 0 and plan is None:
         raise InfeasibleError(explain_infeasible(problem.tables))
     if status == cp_model.MODEL_INVALID:
-        raise SolverError(f"cpsat: CP-SAT rejected the model (MODEL_INVALID): {model.Validate()}")
+        raise SolverError(f"cpsat: CP-SAT rejected the model (MODEL_INVALID): {model.validate()}")
     if status == cp_model.UNKNOWN and plan is not None:
         return plan, plan_ticks(ticks, problem.regime, *plan)[name]
     if status == cp_model.UNKNOWN:
@@ -238,13 +240,13 @@ def _outcome(
 # [START extract]
 def _extract(solver: cp_model.CpSolver, v: cpmodel.Vars) -> Plan:
     """(devices, cuts) from the w[l][g] values of the solver's best solution."""
-    owner = [next(g for g, x in enumerate(row) if solver.BooleanValue(x)) for row in v.w]
+    owner = [next(g for g, x in enumerate(row) if solver.boolean_value(x)) for row in v.w]
     devices = [owner[0]]
     cuts = [0]
-    for l in range(1, len(owner)):
-        if owner[l] != owner[l - 1]:
-            devices.append(owner[l])
-            cuts.append(l)
+    for ly in range(1, len(owner)):
+        if owner[ly] != owner[ly - 1]:
+            devices.append(owner[ly])
+            cuts.append(ly)
     cuts.append(len(owner))
     return tuple(devices), tuple(cuts)
 
@@ -253,12 +255,13 @@ def _certified(problem: Problem, key: tuple[float, ...], proven: list[bool], low
     """An "optimal" claim stands only if every phase ended OPTIMAL and the plan's exact value of
     every component is within the tie tolerance of that phase's exact lower bound (the CP-SAT
     bound minus the rounding slack): near ties that the ticks could not tell apart fail it."""
-    return all(proven) and all(lex_compare((x,), (max(lb, 0.0),)) <= 0 for x, lb in zip(key, lowers))
+    return all(proven) and all(lex_compare((x,), (max(lb, 0.0),)) <= 0 for x, lb in zip(key, lowers, strict=True))
 
 
 def _solution(
     problem: Problem,
     plan: Plan,
+    *,
     proven: list[bool],
     lowers: list[float],
     lower: float,

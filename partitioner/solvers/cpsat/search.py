@@ -84,7 +84,7 @@ def run(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: cp_model.C
 
     def work() -> None:
         try:
-            out["status"] = solver.Solve(model, callback)
+            out["status"] = solver.solve(model, callback)
         except BaseException as exc:  # re-raised in the caller's thread
             out["error"] = exc
 
@@ -96,7 +96,7 @@ def run(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: cp_model.C
             thread.join(0.05)
         except KeyboardInterrupt:
             interrupted = True
-            solver.StopSearch()
+            solver.stop_search()
     if "error" in out:
         raise out["error"]
     return out["status"], interrupted
@@ -104,7 +104,7 @@ def run(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: cp_model.C
 
 def status_name(status: int) -> str:
     """CP-SAT's status as text (OPTIMAL, FEASIBLE, INFEASIBLE, MODEL_INVALID, UNKNOWN)."""
-    return str(cp_model.CpSolver().StatusName(status))
+    return str(cp_model.CpSolver().status_name(status))
 
 
 class Progress(cp_model.CpSolverSolutionCallback):
@@ -123,6 +123,6 @@ class Progress(cp_model.CpSolverSolutionCallback):
         self.solutions += 1
         if self._fn is None:
             return
-        incumbent = self._ticks.seconds(self.ObjectiveValue(), self._name)
-        bound = self._ticks.seconds(max(self.BestObjectiveBound() - self._slack, 0.0), self._name)
+        incumbent = self._ticks.seconds(self.objective_value, self._name)
+        bound = self._ticks.seconds(max(self.best_objective_bound - self._slack, 0.0), self._name)
         self._fn(incumbent, min(bound, incumbent), time.perf_counter() - self._clock)

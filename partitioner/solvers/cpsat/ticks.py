@@ -88,7 +88,7 @@ def _delays(problem: Problem) -> np.ndarray:
     for g in range(G):
         for h in range(G):
             if g != h:
-                d[g, h, :] = [link_delay(t, g, h, l) for l in range(L - 1)]
+                d[g, h, :] = [link_delay(t, g, h, ly) for ly in range(L - 1)]
     return d
 
 
@@ -116,19 +116,20 @@ def build_ticks(problem: Problem) -> Ticks:
 
 def plan_ticks(ticks: Ticks, regime: str, devices: tuple[int, ...], cuts: tuple[int, ...]) -> dict[str, int]:
     """tau_max, sigma_max and T(M) of a plan in ticks, exactly as the model computes them."""
-    out = _stage_ticks(ticks.c, ticks.d, ticks.M, regime, devices, cuts)
+    out = _stage_ticks(ticks.c, ticks.d, ticks.M, regime, (devices, cuts))
     if ticks.split:
         assert ticks.Tc is not None and ticks.Td is not None
-        out["T"] = _stage_ticks(ticks.Tc, ticks.Td, ticks.M, regime, devices, cuts)["T"]
+        out["T"] = _stage_ticks(ticks.Tc, ticks.Td, ticks.M, regime, (devices, cuts))["T"]
     return out
 
 
 def _stage_ticks(
-    c: np.ndarray, dt: np.ndarray, M: int, regime: str, devices: tuple[int, ...], cuts: tuple[int, ...]
+    c: np.ndarray, dt: np.ndarray, M: int, regime: str, plan: tuple[tuple[int, ...], tuple[int, ...]]
 ) -> dict[str, int]:
+    devices, cuts = plan
     S = len(devices)
     tau = [int(c[g, cuts[s]:cuts[s + 1]].sum()) for s, g in enumerate(devices)]
     d = [int(dt[devices[s], devices[s + 1], cuts[s + 1] - 1]) for s in range(S - 1)] + [0]
-    sigma = [t + x for t, x in zip(tau, d)]
+    sigma = [t + x for t, x in zip(tau, d, strict=True)]
     period = max(tau) if regime == "async" else max(sigma)
     return {"tau": max(tau), "sigma": max(sigma), "T": (M - 1) * period + sum(tau) + sum(d)}

@@ -141,7 +141,7 @@ def _solve(problem: Problem, budget: Budget) -> Solution:
         raise InfeasibleError(explain_infeasible(problem.tables))
     metrics = evaluate(problem, plan[1], plan[2])
     key = objective_key(problem, metrics)
-    stats = (("probes", float(space.calls)),)
+    stats: tuple[tuple[str, float], ...] = (("probes", float(space.calls)),)
     if space.fine is not None:
         stats += (("classes", float(space.fine.T)), ("lattice", float(space.fine.coords.shape[0])))
     return Solution(

@@ -89,7 +89,7 @@ class _Table:
 
 
 def lattice_stages(
-    T: DPTables, lat: Lattice, mode: str, tau_cap: float, sigma_cap: float, bound: float = INF,
+    T: DPTables, lat: Lattice, mode: str, tau_cap: float, sigma_cap: float, *, bound: float = INF,
     check: Callable[[], None] | None = None,
 ) -> Plan:
     """Exact min of max sigma ("max") or of sum sigma ("sum") over free-order plans with every
@@ -117,7 +117,7 @@ def lattice_stages(
             P = idx[(lat.coords[idx, t] >= 1) & (tab.size[idx, t] > 0)]
             if P.size == 0:
                 continue
-            value, f = _finish(T, tab, bands[t], P, t, mode, sigma_cap)
+            value, f = _finish(T, tab, bands[t], P, t, mode=mode, sigma_cap=sigma_cap)
             if value < best:
                 best, best_f = value, f
             src, us = [], []
@@ -128,7 +128,8 @@ def lattice_stages(
                 us.append(np.full(sel.size, u, dtype=np.int64))
             sv, uu = np.concatenate(src), np.concatenate(us)
             if sv.size:
-                _relax(tab, bands[t], Ds[t], sv, sv + lat.stride[uu], t, uu, mode, sigma_cap, bound)
+                _relax(tab, bands[t], Ds[t], sv, sv + lat.stride[uu], t=t, u=uu, mode=mode, sigma_cap=sigma_cap,
+                       bound=bound)
     if best_f < 0:
         return INF, (), ()
     return best, *_backtrack(T, lat, tab, best_f)
@@ -141,7 +142,7 @@ def _pair(lat: Lattice, t: int, u: int) -> tuple[int, int]:
 
 
 def _finish(
-    T: DPTables, tab: _Table, Cb: np.ndarray, P: np.ndarray, t: int, mode: str, sigma_cap: float
+    T: DPTables, tab: _Table, Cb: np.ndarray, P: np.ndarray, t: int, *, mode: str, sigma_cap: float
 ) -> tuple[float, int]:
     """Best closing value over the states (P, t, .): the last stage [j, L) on class t."""
     rep, j = _spread(tab.lo[P, t], tab.size[P, t])
@@ -158,7 +159,7 @@ def _finish(
 
 
 def _relax(
-    tab: _Table, Cb: np.ndarray, D: np.ndarray, src: np.ndarray, dst: np.ndarray, t: int, u: np.ndarray,
+    tab: _Table, Cb: np.ndarray, D: np.ndarray, src: np.ndarray, dst: np.ndarray, *, t: int, u: np.ndarray,
     mode: str, sigma_cap: float, bound: float,
 ) -> None:
     """Push the states (src, t, .) into (dst, u, .) through one stage on t and the link (t, u);
@@ -175,10 +176,7 @@ def _relax(
         fs = np.where(ok, tab.flat(sv[:, None], t, i), 0)
         Ui = np.where(ok, tab.U[fs], INF)
         stage = Cb[jj] + D[u[r], jj][:, None]
-        if mode == "max":
-            V = np.maximum(Ui, stage)
-        else:
-            V = Ui + np.where(stage <= sigma_cap, stage, INF)
+        V = np.maximum(Ui, stage) if mode == "max" else Ui + np.where(stage <= sigma_cap, stage, INF)
         k = V.argmin(axis=1)
         val = V[np.arange(k.size), k]
         if mode == "max":

@@ -68,7 +68,7 @@ def min_makespan(
             flat[i] = i
             if np.isfinite(plan[0]):
                 T, neck = T_of(plan)
-                if T < best_T:
+                if best_T > T:
                     best, best_T = plan, T
                 s = min(i, int(np.searchsorted(cand, neck)))
                 flat[i] = s

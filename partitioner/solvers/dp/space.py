@@ -80,7 +80,8 @@ class Space:
             self.check()
         if self.fine is None:
             return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
-        return self._seen("stages", lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap, bound, self.check))
+        found = lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
+        return self._seen("stages", found)
 
     def _pairs(self) -> list[tuple[int, int]]:
         """(cost id, link id) of every stage-then-link pair a plan can contain."""
