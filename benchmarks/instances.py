@@ -15,7 +15,7 @@ __all__ = ["random_tables", "random_problem"]
 
 
 def random_tables(
-    L: int, G: int, types: int, seed: int = 0, noise: bool = True, per_node: int = 4, distinct: bool = False
+    L: int, G: int, types: int, seed: int = 0, *, noise: bool = True, per_node: int = 4, distinct: bool = False
 ) -> CostTables:
     """L layers on G devices of `types` GPU types, `per_node` devices per node (uniform links
     inside a node and one uniform inter-node link); `distinct`: every ordered pair of devices
@@ -56,7 +56,7 @@ def random_tables(
 
 
 def random_problem(
-    L: int, G: int, types: int, seed: int = 0, per_node: int = 4, distinct: bool = False, **options: object
+    L: int, G: int, types: int, seed: int = 0, *, per_node: int = 4, distinct: bool = False, **options: object
 ) -> Problem:
     tables = random_tables(L, G, types, seed, per_node=per_node, distinct=distinct)
     return Problem(tables, **options)  # type: ignore[arg-type]

@@ -43,9 +43,9 @@ def main() -> None:
         tau = fixed_tau(T)[0]
         name = f"L={L} G={G} types={types}"
         rows = [
-            (f"fixed tau step ({name})", lambda: fixed_tau(T), "10 ms"),
-            (f"fixed sigma step ({name})", lambda: fixed_stages(T, "max", cap(tau), np.inf), "50 ms"),
-            (f"fixed tables build ({name})", lambda: build_tables(p.tables), ""),
+            (f"fixed tau step ({name})", lambda T=T: fixed_tau(T), "10 ms"),
+            (f"fixed sigma step ({name})", lambda T=T, tau=tau: fixed_stages(T, "max", cap(tau), np.inf), "50 ms"),
+            (f"fixed tables build ({name})", lambda p=p: build_tables(p.tables), ""),
         ]
         for objective, regime in (("balanced", "async"), ("makespan", "async"), ("makespan", "blocking")):
             q = random_problem(L, G, types, seed=0, order="fixed", objective=objective, regime=regime)

@@ -28,6 +28,8 @@ SOLVERS: dict[str, str] = {
     "speed": "partitioner.solvers.baselines.speed",
 }
 EXACT: tuple[str, ...] = ("dp", "cpsat", "brute")
+MAX_CPSAT_LINKS = 2_000_000  # L * G^2 link literals: beyond it auto returns the DP's seed and bound
+BUILD_S_PER_LINK = 2e-5  # measured: building the CP-SAT model costs ~10-35 us per link literal
 BASELINES: tuple[str, ...] = ("even", "memory", "params", "speed")
 
 
@@ -68,5 +70,8 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
         return found
     if seed.optimal and len(seed.objective) == 1:
         return seed
+    links = problem.L * problem.G**2
+    if links > MAX_CPSAT_LINKS or links * BUILD_S_PER_LINK > 0.5 * budget.left(limit):
+        return budget.best_solution("FEASIBLE") or seed  # no time (or memory) to build the CP-SAT model
     budget.solver = "cpsat"
     return cpsat.solve(problem, progress=progress, hint=seed, budget=budget, **kwargs)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from partitioner.errors import InputError
-from partitioner.problem import Problem, link_delay
+from partitioner.problem import Problem
 
 __all__ = ["Ticks", "time_scale", "to_ticks", "build_ticks", "plan_ticks", "STAGE_TICKS", "TOTAL_TICKS"]
 
@@ -84,12 +84,13 @@ def to_ticks(seconds: np.ndarray | float, scale: float) -> np.ndarray:
 def _delays(problem: Problem) -> np.ndarray:
     """d(g, h, l) in seconds for every ordered pair and cut position (problem.link_delay)."""
     t, G, L = problem.tables, problem.G, problem.L
-    d = np.zeros((G, G, max(L - 1, 0)))
-    for g in range(G):
-        for h in range(G):
-            if g != h:
-                d[g, h, :] = [link_delay(t, g, h, ly) for ly in range(L - 1)]
-    return d
+    beta = np.asarray(t.bandwidth_Bps, dtype=float)[:, :, None]
+    b = np.asarray(t.cut_bytes, dtype=float)[None, None, : max(L - 1, 0)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        transfer = np.where(np.isinf(beta), 0.0, b / beta)
+    d = np.asarray(t.latency_s, dtype=float)[:, :, None] + transfer  # problem.link_delay, vectorised
+    d[np.arange(G), np.arange(G), :] = 0.0
+    return np.broadcast_to(d, (G, G, max(L - 1, 0))).copy()
 
 
 def build_ticks(problem: Problem) -> Ticks:

@@ -31,7 +31,7 @@ from partitioner.solvers.dp.tables import build_tables, device_classes
 __all__ = ["solve", "applies", "hint", "free_tau", "free_tau_plan", "work", "MAX_TAU_LATTICE", "MAX_STAGE_WORK", "MAX_MATRIX"]
 
 MAX_TAU_LATTICE = 200_000  # prod(m_t + 1) over (cost, capacity) classes: tau step (§3b)
-MAX_STAGE_WORK = 400_000_000  # prod(m_t + 1) * T * (L+1) over link-aware classes: the states
+MAX_STAGE_WORK = 100_000_000  # prod(m_t + 1) * T * (L+1) over link-aware classes: the states
 # (v, t, j) the sigma/sum steps could keep; at the tau* cap only a thin band of them is kept
 MAX_MATRIX = 60_000_000  # (L+1)^2 x distinct cost rows: the interval-cost matrices in memory
 MAKESPAN_CALLS = 200  # the makespan search caps stages far above tau*, so its bands are wide
