@@ -81,19 +81,21 @@ def run(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: cp_model.C
     """Solve in a worker thread; returns (status, interrupted). On Ctrl-C the search is stopped
     and the best solution so far is kept (status FEASIBLE, or UNKNOWN when there is none)."""
     out: dict[str, Any] = {}
+    done = threading.Event()  # not Thread.is_alive: an interrupted join can make it lie
 
     def work() -> None:
         try:
             out["status"] = solver.solve(model, callback)
         except BaseException as exc:  # re-raised in the caller's thread
             out["error"] = exc
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
+    threading.Thread(target=work, daemon=True).start()
     interrupted = False
-    while thread.is_alive():
+    while not done.is_set():
         try:
-            thread.join(0.05)
+            done.wait(0.05)
         except KeyboardInterrupt:
             interrupted = True
             solver.stop_search()
