@@ -139,13 +139,44 @@ def examples() -> list[str]:
     return out
 
 
+def validate(tables: int) -> str:
+    """dp against the exhaustive oracle of tests/oracle.py on `tables` seeded tables x 12 problems."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from oracle import KINDS, instance, oracle
+
+    from partitioner.errors import InfeasibleError
+    from partitioner.problem import lex_compare
+    from partitioner.solvers import dp
+
+    wrong = total = 0
+    start = time.perf_counter()
+    for seed in range(10**6, 10**6 + tables):
+        t, M = instance(seed, KINDS[seed % len(KINDS)])
+        for order in ("free", "fixed"):
+            for (objective, regime), best in oracle(t, M, order).items():
+                p = Problem(t, M=M, objective=objective, regime=regime, order=order)  # type: ignore[arg-type]
+                total += 1
+                try:
+                    got = dp.solve(p).objective
+                except InfeasibleError:
+                    wrong += best is not None
+                    continue
+                wrong += best is None or lex_compare(got, best) != 0
+    return f"dp vs exhaustive oracle: {wrong} wrong of {total} problems ({time.perf_counter() - start:.0f} s)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--big", action="store_true", help="every target row")
     ap.add_argument("--no-cpsat", dest="cpsat", action="store_false", help="skip CP-SAT alone")
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--M", type=int, default=8)
+    ap.add_argument("--validate", type=int, default=0, metavar="TABLES",
+                    help="only check dp against the exhaustive oracle on TABLES seeded tables (x 12 problems)")
     args = ap.parse_args()
+    if args.validate:
+        print(validate(args.validate))
+        return
     print(f"{'instance':38s} {'obj/regime':10s} {'auto: time':>10s} {'status':>12s} {'ms':>6s}   "
           f"{'cp-sat alone (limit ' + str(args.time_limit) + ' s)':>30s} speed-up")
     for case in BIG if args.big else SHORT:

@@ -105,7 +105,7 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
 
 def _watch(problem: Problem, space: Space, budget: Budget) -> None:
     """Let the steps report plans and bounds to the budget and stop at its deadline."""
-    tau_first = problem.objective == "balanced" or (problem.objective == "throughput" and problem.regime == "async")
+    tau_first = problem.objective != "makespan"  # tau* bounds tau_max and sigma_max >= tau_max
 
     def seen(kind: str, plan: Plan) -> None:
         if kind == "tau" and tau_first:
@@ -203,8 +203,8 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     best = min(plans, key=lambda pc: objective_key(problem, evaluate(problem, *pc)))
     key = objective_key(problem, evaluate(problem, *best))
     if tau is not None and np.isfinite(tau):
-        if problem.objective == "balanced" or (problem.objective == "throughput" and problem.regime == "async"):
-            lb = max(lb, tau)
+        if problem.objective in ("balanced", "throughput"):
+            lb = max(lb, tau)  # tau_max, or sigma_max >= tau_max >= tau* (blocking throughput)
         elif problem.objective == "makespan":
             lb = max(lb, makespan_bound(problem, tau))
     proven = lex_compare((lb,), key[:1]) == 0 and len(key) == 1
