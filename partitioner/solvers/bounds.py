@@ -6,6 +6,8 @@
                   sum_l m[l] x_tl <= m_t C_t, x >= 0                 (fluid LP over device types)
     W*   >= W_LP: min sum_{t,l} c_t[l] x_tl s.t. sum_t x_tl = 1, sum_l m[l] x_tl <= m_t C_t, x >= 0
                   (the least total compute sum tau any plan that fits can have)
+    T*   >= min_{B >= tau_LB} [(M-1) B + W_LP(B)] + (S_min - 1) d_min, W_LP(B) the same LP with
+           each type's load sum_l c_t[l] x_tl <= m_t B (one LP with B a variable), and
     T*   >= (M-1) tau_LB + max(tau_LB, W_LP) + (S_min - 1) d_min   (Thm 2 / Thm 3; sigma_max >=
            tau_max and sum sigma = sum tau + sum d, so the same bound holds for blocking); with the
            DP's exact tau* as tau_LB this is the bound of the free-order makespan search
@@ -66,29 +68,36 @@ def _types(tables: CostTables) -> list[list[int]]:
     return list(types.values())
 
 
-def min_work(tables: CostTables) -> float:
-    """W_LP: the least sum of stage compute times of any plan that fits (the LP of the module doc,
-    via GLOP); sum_l min_g c[g][l] when the LP cannot be solved, inf when nothing can fit."""
+def min_work(tables: CostTables, M: int = 1, tau_lb: float = 0.0) -> float:
+    """W_LP (M = 1): the least sum of stage compute times of any plan that fits. For M > 1 the
+    parametric form min (M-1) B + sum c x over the same x with each type's load <= m_t B and
+    B >= tau_lb, a lower bound on (M-1) tau_max + sum tau of every plan (each device's load is
+    at most tau_max). Via GLOP; sum_l min_g c[g][l] (+ (M-1) tau_lb) when the LP cannot be
+    solved, inf when nothing can fit."""
     from ortools.linear_solver import pywraplp
 
-    floor = float(tables.cost.min(axis=0).sum())
+    floor = float(tables.cost.min(axis=0).sum()) + (M - 1) * tau_lb
     solver = pywraplp.Solver.CreateSolver("GLOP")
     if solver is None:
         return floor
     room = _room(tables)
+    B = solver.NumVar(float(tau_lb), solver.infinity(), "B")
     x: dict[tuple[int, int], object] = {}
-    objective = []
+    objective = [(M - 1) * B] if M > 1 else []
     for t, members in enumerate(_types(tables)):
         g = members[0]
-        row = []
+        row, load = [], []
         for ly in range(tables.L):
             if tables.memory_gb[ly] <= room[g]:
                 var = solver.NumVar(0.0, 1.0, f"x_{t}_{ly}")
                 x[t, ly] = var
                 row.append(float(tables.memory_gb[ly]) * var)
+                load.append(float(tables.cost[g, ly]) * var)
                 objective.append(float(tables.cost[g, ly]) * var)
         if row:
             solver.Add(sum(row) <= len(members) * float(room[g]))
+            if M > 1:
+                solver.Add(sum(load) <= len(members) * B)
     for ly in range(tables.L):
         vars_l = [v for (t, ll), v in x.items() if ll == ly]
         if not vars_l:
@@ -161,7 +170,12 @@ def makespan_bound(problem: Problem, tau_lb: float | None = None) -> float:
     if not np.isfinite(work):
         work = float(t.cost.min(axis=0).sum())
     S = min(min_stages(t), t.G)
-    return (problem.M - 1) * lb + max(lb, work) + (S - 1) * min_delay(t)
+    links = (S - 1) * min_delay(t)
+    flat = (problem.M - 1) * lb + max(lb, work) + links
+    if problem.M == 1:
+        return flat
+    both = min_work(t, int(problem.M), lb)  # tau_max and the work traded off in one LP
+    return max(flat, both + links) if np.isfinite(both) else flat
 
 
 def lower_bound(problem: Problem, lp: bool = True, memory: bool = True) -> float:

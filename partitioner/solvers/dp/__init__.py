@@ -194,6 +194,12 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
             if budget is not None:
                 budget.offer(problem, devices, cuts)
     listed = Budget(None if budget is None else budget.left(0.0) if budget.deadline else None)
+    period = dataclasses.replace(problem, objective="throughput")
+    if problem.objective == "makespan" and applies(period):  # (period, T) optimum: a T(M) incumbent
+        found = _reraise(solve(period, Budget(listed.left(0.0) if listed.deadline else None)))
+        plans.append((found.devices, found.cuts))
+        if budget is not None:
+            budget.offer(problem, found.devices, found.cuts)
     fixed = solve(dataclasses.replace(problem, order="fixed"), listed)  # its bounds are not ours
     if budget is not None:
         budget.offer(problem, fixed.devices, fixed.cuts)
