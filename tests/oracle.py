@@ -65,7 +65,7 @@ def oracle(t: CostTables, M: int, order: str) -> dict[tuple[str, str], tuple[flo
         if S > 1:
             d = delay[seqs[None, :, :-1], seqs[None, :, 1:], hi[:, None, :-1] - 1]  # (C, Q, S-1)
         else:
-            d = np.zeros(tau.shape[:2] + (0,))
+            d = np.zeros((*tau.shape[:2], 0))
         sigma = tau.copy()
         sigma[..., :-1] += d
         rows.append((tau[fits], d[fits], sigma[fits]))
