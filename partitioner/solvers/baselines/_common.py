@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-
 from partitioner.errors import InputError
 from partitioner.problem import Metrics, Problem, Solution, evaluate, objective_key
 
