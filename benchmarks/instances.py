@@ -14,8 +14,12 @@ from partitioner.problem import CostTables, Problem
 __all__ = ["random_tables", "random_problem"]
 
 
-def random_tables(L: int, G: int, types: int, seed: int = 0, noise: bool = True) -> CostTables:
-    """L layers on G devices of `types` GPU types, 4 devices per node."""
+def random_tables(
+    L: int, G: int, types: int, seed: int = 0, *, noise: bool = True, per_node: int = 4, distinct: bool = False
+) -> CostTables:
+    """L layers on G devices of `types` GPU types, `per_node` devices per node (uniform links
+    inside a node and one uniform inter-node link); `distinct`: every ordered pair of devices
+    gets its own random link (no two devices interchangeable)."""
     rng = np.random.default_rng(seed)
     type_of = np.sort(rng.integers(0, types, size=G))
     type_of[:types] = np.arange(types)[: min(types, G)]
@@ -26,10 +30,13 @@ def random_tables(L: int, G: int, types: int, seed: int = 0, noise: bool = True)
     cost = (w / speed[:, None] * jitter)[type_of]
     mem = rng.uniform(0.8, 1.2, size=L)
     cap_type = rng.uniform(1.5, 3.0, size=types) * mem.sum() / max(G, 1) * 1.2
-    node = np.arange(G) // 4
+    node = np.arange(G) // per_node
     same = node[:, None] == node[None, :]
     latency = np.where(same, 10e-6, 50e-6)
     bandwidth = np.where(same, 25e9, 3e9)
+    if distinct:
+        latency = latency * rng.uniform(0.5, 2.0, size=(G, G))
+        bandwidth = bandwidth * rng.uniform(0.5, 2.0, size=(G, G))
     np.fill_diagonal(latency, 0.0)
     bandwidth = bandwidth.astype(float)
     np.fill_diagonal(bandwidth, np.inf)
@@ -48,5 +55,8 @@ def random_tables(L: int, G: int, types: int, seed: int = 0, noise: bool = True)
     )
 
 
-def random_problem(L: int, G: int, types: int, seed: int = 0, **options: object) -> Problem:
-    return Problem(random_tables(L, G, types, seed), **options)  # type: ignore[arg-type]
+def random_problem(
+    L: int, G: int, types: int, seed: int = 0, *, per_node: int = 4, distinct: bool = False, **options: object
+) -> Problem:
+    tables = random_tables(L, G, types, seed, per_node=per_node, distinct=distinct)
+    return Problem(tables, **options)  # type: ignore[arg-type]

@@ -1,13 +1,15 @@
-"""Solver benchmark (issue 4): solve time and plan quality on synthetic heterogeneous clusters.
+"""Solver benchmark: the exact-planning targets, each beside CP-SAT alone on the same instance.
 
-Prints a table: for L in {32, 80, 128, 256} and clusters of 4..64 devices of 2..6 GPU
-types, fixed and free order, each objective: the DP's wall time, CP-SAT's wall time and gap
-at its time limit (on the smaller instances), and plan quality (throughput, T(M)) against
-every baseline and the fluid lower bound.
+Instances: benchmarks/instances.py (costs c[g][l] = w_l / s_type x noise, memory that binds,
+alpha-beta links; algorithms.md §7). `auto` is what `partition plan` runs (the DP where it
+applies, else CP-SAT seeded with the DP's tau* plan and bound); "cp-sat alone" is the CP-SAT
+model without any DP seed or bound (`cpsat.solve(use_dp=False)`), given the same time limit.
+Columns: wall time, proven optimal or not, relative gap of the first objective component
+against the reported lower bound; the speed-up where both prove optimality.
 
-    python benchmarks/solvers.py                # the full table (several minutes with CP-SAT)
-    python benchmarks/solvers.py --quick        # a few rows
-    python benchmarks/solvers.py --no-cpsat     # DP and baselines only
+    python benchmarks/solvers.py             # a short run (about a minute on 2 cores)
+    python benchmarks/solvers.py --big       # every target row (several minutes; run it once)
+    python benchmarks/solvers.py --time-limit 10
 """
 
 from __future__ import annotations
@@ -15,94 +17,174 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from instances import random_tables  # noqa: E402
+from instances import random_problem
 
-from partitioner import solvers  # noqa: E402
-from partitioner.errors import PartitionerError  # noqa: E402
-from partitioner.problem import Problem  # noqa: E402
-from partitioner.result import Plan  # noqa: E402
+from partitioner import solvers
+from partitioner.errors import PartitionerError
+from partitioner.problem import Problem, Solution
 
-CLUSTERS = [(4, 2), (8, 3), (16, 4), (32, 4), (64, 4), (64, 6)]
-LAYERS = [32, 80, 128, 256]
+CPSAT_ALONE_MAX = 300_000  # L * G^2: larger CP-SAT models take minutes just to build
 
 
-def timed(problem: Problem, solver: str, **kw: object) -> tuple[Plan | None, float, str]:
+@dataclass(frozen=True)
+class Case:
+    label: str
+    L: int
+    G: int
+    types: int
+    per_node: int
+    distinct: bool = False
+    order: str = "free"
+
+
+def timed(problem: Problem, fn: str, **kw: object) -> tuple[Solution | None, float, str]:
     start = time.perf_counter()
     try:
-        solution = solvers.solve(problem, solver, **kw)
+        if fn == "cpsat-alone":
+            from partitioner.solvers import cpsat
+
+            found = cpsat.solve(problem, use_dp=False)
+        else:
+            found = solvers.solve(problem, fn, **kw)
     except PartitionerError as exc:
         return None, time.perf_counter() - start, type(exc).__name__
-    return Plan.from_solution(problem, solution), time.perf_counter() - start, ""
+    return found, time.perf_counter() - start, ""
 
 
-def fluid_bound(problem: Problem) -> float:
-    """The fluid LP lower bound on tau_max (algorithms.md §4): 1/bound bounds throughput."""
-    from partitioner.solvers import bounds
-
-    return float(bounds.fluid_bound(problem.tables))
-
-
-def row(L: int, G: int, T: int, order: str, objective: str, args: argparse.Namespace) -> str:
-    problem = Problem(random_tables(L, G, T, seed=L * 1000 + G), M=args.M, order=order, objective=objective)
-    dp_plan, dp_s, dp_err = timed(problem, "dp") if solvers.get("dp") and _applies(problem) else (None, 0.0, "n/a")
-    cp = "—"
-    if args.cpsat and L * G <= args.cpsat_max:
-        cp_plan, cp_s, cp_err = timed(
-            Problem(problem.tables, M=args.M, order=order, objective=objective, time_limit_s=args.time_limit), "cpsat"
-        )
-        cp = cp_err or f"{cp_s:7.2f}s gap {_gap(cp_plan):5.1%}"
-    base = []
-    for name in solvers.BASELINES:
-        plan, _, err = timed(problem, name)
-        base.append("infeas." if plan is None or not plan.feasible else f"{plan.throughput:8.1f}")
-    dp_col = dp_err or f"{dp_s * 1e3:9.1f}ms"
-    if dp_err == "n/a":  # free order beyond the exact sigma/T lattice: time the exact tau* step alone
-        from partitioner.solvers import dp
-
-        start = time.perf_counter()
-        tau_star = dp.free_tau(problem)
-        dp_col = f"tau*{(time.perf_counter() - start) * 1e3:7.1f}ms" if tau_star is not None else "n/a"
-    thr = f"{dp_plan.throughput:8.1f}" if dp_plan else "   —"
-    T_M = f"{dp_plan.T * 1e3:8.2f}" if dp_plan else "   —"
-    fb = fluid_bound(problem)
-    fl = f"{1 / fb:8.1f}" if fb == fb and fb > 0 else "   —"
-    return f"{L:4d} {G:3d} {T:2d} {order:5s} {objective:10s} {dp_col:>11s} {cp:>20s} {thr} {T_M} {fl} " + " ".join(base)
+def cell(found: Solution | None, seconds: float, err: str) -> str:
+    if found is None:
+        return f"{err:>28s}"
+    tag = "optimal" if found.optimal else f"gap {found.gap:6.2%}"
+    return f"{seconds:8.3f}s {tag:>12s} {found.objective[0] * 1e3:6.3f}"
 
 
-def _applies(problem: Problem) -> bool:
+def row(case: Case, objective: str, regime: str, args: argparse.Namespace) -> str:
+    problem = random_problem(case.L, case.G, case.types, seed=case.L * 1000 + case.G, per_node=case.per_node,
+                             distinct=case.distinct, order=case.order, objective=objective, regime=regime,
+                             M=args.M, time_limit_s=args.time_limit)
+    auto, a_s, a_err = timed(problem, "auto")
+    alone = "skipped (model too large)"
+    speed = ""
+    if args.cpsat and case.L * case.G**2 <= CPSAT_ALONE_MAX:
+        cp, c_s, c_err = timed(problem, "cpsat-alone")
+        alone = cell(cp, c_s, c_err)
+        if auto is not None and cp is not None and auto.optimal and cp.optimal:
+            speed = f"{c_s / a_s:7.0f}x"
+        if auto is not None and cp is not None:
+            worse = auto.objective > cp.objective and auto.objective[0] > cp.objective[0] * (1 + 1e-9)
+            speed += "  WORSE THAN CP-SAT" if worse else ""
+    name = f"{case.label} L={case.L} G={case.G}"
+    return f"{name:38s} {objective[:4]}/{regime[:5]:5s} {cell(auto, a_s, a_err)}   {alone:>30s} {speed}"
+
+
+SHORT = [
+    Case("free, 4 classes, one node", 256, 64, 4, 64),
+    Case("free, link-distinct", 128, 12, 4, 1, distinct=True),
+    Case("fixed order", 256, 64, 4, 4, order="fixed"),
+    Case("free, 2 classes (cp-sat can prove)", 24, 6, 2, 6),
+]
+BIG = [
+    Case("free, 4 classes, one node", 80, 16, 4, 16),
+    Case("free, 4 classes, one node", 128, 32, 4, 32),
+    Case("free, 4 classes, one node", 256, 64, 4, 64),
+    Case("free, 4 classes, 1 GPU per node", 256, 32, 4, 1),
+    Case("free, 4 classes, 4 GPUs per node", 128, 32, 4, 4),
+    Case("free, 8 classes, one node", 128, 256, 8, 256),
+    Case("free, link-distinct", 128, 12, 4, 1, distinct=True),
+    Case("free, link-distinct", 128, 16, 4, 1, distinct=True),
+    Case("free, link-distinct", 64, 24, 4, 1, distinct=True),
+    Case("fixed order", 256, 64, 4, 4, order="fixed"),
+    Case("free, 2 classes (cp-sat can prove)", 24, 6, 2, 6),
+    Case("free, 3 classes (cp-sat can prove)", 32, 8, 3, 8),
+]
+REGIMES = [("balanced", "async"), ("balanced", "blocking"), ("throughput", "async"), ("throughput", "blocking"),
+           ("makespan", "async"), ("makespan", "blocking")]
+
+
+def fixed_alone() -> str:
+    """The fixed-order balanced DP alone (no CLI, no scoring) at L=256 x 64, best of 5."""
     from partitioner.solvers import dp
 
-    return bool(dp.applies(problem))
+    p = random_problem(256, 64, 4, seed=256 * 1000 + 64, order="fixed")
+    best = min(_clock(lambda: dp.solve(p)) for _ in range(5))
+    return f"fixed order L=256 G=64 balanced, dp.solve alone (best of 5): {best * 1e3:.1f} ms (target 10 ms)"
 
 
-def _gap(plan: Plan | None) -> float:
-    if plan is None or not plan.objective_value or plan.objective_value[0] <= 0:
-        return float("nan")
-    return max(0.0, 1 - plan.lower_bound / plan.objective_value[0])
+def _clock(f: object) -> float:
+    start = time.perf_counter()
+    f()  # type: ignore[operator]
+    return time.perf_counter() - start
+
+
+def examples() -> list[str]:
+    """`partition plan` on every bundled example pair, end to end in a fresh process."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1] / "examples"
+    exe = str(Path(sys.executable).with_name("partition"))
+    pairs = [("qwen2.5-14b.yaml", "seed.yaml"), ("llama-3.1-8b.yaml", "mixed-8gpu.yaml"),
+             ("llama-3.1-70b-int4.yaml", "a100-l4-t4.yaml"), ("llama2-70b-helix-profile.yaml", "helix-a100-l4-t4.yaml")]
+    out = []
+    for model, cluster in pairs:
+        start = time.perf_counter()
+        done = subprocess.run([exe, "plan", str(root / "models" / model), str(root / "clusters" / cluster), "--json"],
+                              capture_output=True, text=True, check=False)
+        took = time.perf_counter() - start
+        out.append(f"partition plan {model} {cluster}: {took:.2f} s end to end (exit {done.returncode})")
+    return out
+
+
+def validate(tables: int) -> str:
+    """dp against the exhaustive oracle of tests/oracle.py on `tables` seeded tables x 12 problems."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from oracle import KINDS, instance, oracle
+
+    from partitioner.errors import InfeasibleError
+    from partitioner.problem import lex_compare
+    from partitioner.solvers import dp
+
+    wrong = total = 0
+    start = time.perf_counter()
+    for seed in range(10**6, 10**6 + tables):
+        t, M = instance(seed, KINDS[seed % len(KINDS)])
+        for order in ("free", "fixed"):
+            for (objective, regime), best in oracle(t, M, order).items():
+                p = Problem(t, M=M, objective=objective, regime=regime, order=order)  # type: ignore[arg-type]
+                total += 1
+                try:
+                    got = dp.solve(p).objective
+                except InfeasibleError:
+                    wrong += best is not None
+                    continue
+                wrong += best is None or lex_compare(got, best) != 0
+    return f"dp vs exhaustive oracle: {wrong} wrong of {total} problems ({time.perf_counter() - start:.0f} s)"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--no-cpsat", dest="cpsat", action="store_false")
-    ap.add_argument("--time-limit", type=float, default=5.0)
-    ap.add_argument("--cpsat-max", type=int, default=80 * 8, help="largest L*G given to CP-SAT")
+    ap.add_argument("--big", action="store_true", help="every target row")
+    ap.add_argument("--no-cpsat", dest="cpsat", action="store_false", help="skip CP-SAT alone")
+    ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--M", type=int, default=8)
+    ap.add_argument("--validate", type=int, default=0, metavar="TABLES",
+                    help="only check dp against the exhaustive oracle on TABLES seeded tables (x 12 problems)")
     args = ap.parse_args()
-    layers = [32, 256] if args.quick else LAYERS
-    clusters = [(4, 2), (64, 4)] if args.quick else CLUSTERS
-    objectives = ["balanced"] if args.quick else ["balanced", "throughput", "makespan"]
-    print(f"{'L':>4} {'G':>3} {'T':>2} {'order':5s} {'objective':10s} {'dp time':>11s} {'cp-sat (limit ' + str(args.time_limit) + 's)':>20s}"
-          f" {'thr/s':>8s} {'T(M) ms':>8s} {'fluidUB':>8s} " + " ".join(f"{b:>8s}" for b in solvers.BASELINES))
-    for L in layers:
-        for G, T in clusters:
-            for order in ("fixed", "free"):
-                for objective in objectives:
-                    print(row(L, G, T, order, objective, args), flush=True)
+    if args.validate:
+        print(validate(args.validate))
+        return
+    print(f"{'instance':38s} {'obj/regime':10s} {'auto: time':>10s} {'status':>12s} {'ms':>6s}   "
+          f"{'cp-sat alone (limit ' + str(args.time_limit) + ' s)':>30s} speed-up")
+    for case in BIG if args.big else SHORT:
+        for objective, regime in REGIMES if args.big else REGIMES[:1] + REGIMES[-1:]:
+            print(row(case, objective, regime, args), flush=True)
+    print(fixed_alone())
+    for line in examples():
+        print(line)
 
 
 if __name__ == "__main__":

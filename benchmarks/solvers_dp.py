@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from instances import random_problem  # noqa: E402
+from instances import random_problem
 
-from partitioner.solvers import dp  # noqa: E402
-from partitioner.solvers.bounds import fluid_bound  # noqa: E402
-from partitioner.solvers.dp.fixed import fixed_stages, fixed_tau  # noqa: E402
-from partitioner.solvers.dp.tables import build_tables, cap  # noqa: E402
+from partitioner.solvers import dp
+from partitioner.solvers.bounds import fluid_bound
+from partitioner.solvers.dp.fixed import fixed_stages, fixed_tau
+from partitioner.solvers.dp.tables import build_tables, cap
 
 REPEAT = 3
 
@@ -43,9 +43,9 @@ def main() -> None:
         tau = fixed_tau(T)[0]
         name = f"L={L} G={G} types={types}"
         rows = [
-            (f"fixed tau step ({name})", lambda: fixed_tau(T), "10 ms"),
-            (f"fixed sigma step ({name})", lambda: fixed_stages(T, "max", cap(tau), np.inf), "50 ms"),
-            (f"fixed tables build ({name})", lambda: build_tables(p.tables), ""),
+            (f"fixed tau step ({name})", lambda T=T: fixed_tau(T), "10 ms"),
+            (f"fixed sigma step ({name})", lambda T=T, tau=tau: fixed_stages(T, "max", cap(tau), np.inf), "50 ms"),
+            (f"fixed tables build ({name})", lambda p=p: build_tables(p.tables), ""),
         ]
         for objective, regime in (("balanced", "async"), ("makespan", "async"), ("makespan", "blocking")):
             q = random_problem(L, G, types, seed=0, order="fixed", objective=objective, regime=regime)

@@ -54,11 +54,13 @@ def test_min_stages() -> None:
 
 def test_min_delay_and_makespan_bound() -> None:
     # d_min = 0.5 + 8 / 4 = 2.5; memory needs 2 stages:
-    # T >= 7 * tau_LB + max(tau_LB, 4) + 2.5 with tau_LB = 4 (LP with the 2 GB device) = 34.5.
+    # T >= 7 * tau_LB + max(tau_LB, W_LP) + 2.5 with tau_LB = 4 (LP with the 2 GB device) and
+    # W_LP = 2 * 1 + 2 * 2 = 6 (the fast device holds only 2 layers) = 36.5, which is the optimum.
     t = tables(cap=(2.0, 3.0))
     assert bounds.min_delay(t) == 2.5
     p = Problem(t, M=8, objective="makespan")
-    assert bounds.makespan_bound(p) == pytest.approx(7 * 4 + 4 + 2.5, rel=1e-8)
+    assert bounds.makespan_bound(p) == pytest.approx(7 * 4 + 6 + 2.5, rel=1e-8)
+    assert bounds.min_work(t) == pytest.approx(6.0, rel=1e-8)
     assert bounds.lower_bound(p) <= dp.solve(p).objective[0]
 
 

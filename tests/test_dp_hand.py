@@ -139,9 +139,10 @@ def test_hint_when_dp_does_not_apply(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dp, "MAX_STAGE_WORK", 10)
     p = Problem(two_devices())
     h = dp.hint(p)
-    # Listed order only: fast -> slow, (3, 3.5, 26.5); the exact free-order tau* = 3 bounds it.
-    assert (h.devices, h.cuts) == ((0, 1), (0, 3, 4))
-    assert h.objective == pytest.approx((3.0, 3.5, 26.5))
+    # Listed order only: fast -> slow, (3, 3.5, 26.5). The reachability DP's tau* plan is
+    # slow -> fast, (3, 3, 26.25), which is better, so it is the hint; tau* = 3 bounds it.
+    assert (h.devices, h.cuts) == ((1, 0), (0, 1, 4))
+    assert h.objective == pytest.approx((3.0, 3.0, 26.25))
     assert not h.optimal and h.status == "FEASIBLE" and h.lower_bound == 3.0
     assert dp.free_tau(p) == 3.0
 

@@ -26,7 +26,8 @@ ENGINES = ("generic", "llamacpp", "vllm", "sglang", "trtllm")  # = catalog.ids("
 @click.option("--solver", type=click.Choice(SOLVER_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(["free", "fixed"]), default=None, help="Override the cluster file's order.")
 @click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="CP-SAT time limit in seconds.")
+              help="Wall-clock limit in seconds for the whole search (every solver phase); the best plan "
+                   "so far and its bound are returned when it hits. Ctrl-C does the same.")
 @click.option("--tpot-ms", "tpot_ms", type=float, default=None, help="serve: time-per-output-token limit (ms).")
 @click.option("--ttft-ms", "ttft_ms", type=float, default=None,
               help="serve: time-to-first-token limit (ms) for a prompt_tokens prompt.")
@@ -156,12 +157,14 @@ def _serve_progress(batch: int, best: float, elapsed: float) -> None:
 
 
 def _progress_printer() -> Any:
-    """A CP-SAT progress callback that prints each improving incumbent and bound to stderr."""
+    """A search progress callback that prints each improving incumbent and bound to stderr once
+    the search has run for a second (shorter searches stay quiet)."""
 
     from partitioner.cli._output import fmt_time
 
     def show(incumbent: float, bound: float, elapsed: float) -> None:
-        click.echo(f"  cp-sat {elapsed:6.2f}s  incumbent {fmt_time(incumbent)}  bound {fmt_time(bound)}", err=True)
+        if elapsed >= 1.0:
+            click.echo(f"  search {elapsed:6.2f}s  incumbent {fmt_time(incumbent)}  bound {fmt_time(bound)}", err=True)
 
     return show
 

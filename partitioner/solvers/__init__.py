@@ -28,6 +28,8 @@ SOLVERS: dict[str, str] = {
     "speed": "partitioner.solvers.baselines.speed",
 }
 EXACT: tuple[str, ...] = ("dp", "cpsat", "brute")
+MAX_CPSAT_LINKS = 2_000_000  # L * G^2 link literals: beyond it auto returns the DP's seed and bound
+BUILD_S_PER_LINK = 2e-5  # measured: building the CP-SAT model costs ~10-35 us per link literal
 BASELINES: tuple[str, ...] = ("even", "memory", "params", "speed")
 
 
@@ -39,7 +41,7 @@ def get(name: str) -> Callable[..., Solution]:
         valid = ", ".join(["auto", *SOLVERS])
         raise InputError(f"unknown solver {name!r}; valid solvers: {valid}")
     module = importlib.import_module(SOLVERS[name])
-    return module.solve  # type: ignore[no-any-return]
+    return module.solve
 
 
 def solve(problem: Problem, solver: str = "auto", **kwargs: Any) -> Solution:
@@ -47,10 +49,29 @@ def solve(problem: Problem, solver: str = "auto", **kwargs: Any) -> Solution:
     return get(solver)(problem, **kwargs)
 
 
-def _auto(problem: Problem, **kwargs: Any) -> Solution:
-    """The exact DP wherever it applies, CP-SAT (hinted by whatever the DP found) otherwise."""
+def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
+    """The exact DP wherever it applies, CP-SAT (seeded by what the DP found: its tau* plan and
+    bound) otherwise, all within one wall-clock budget (`problem.time_limit_s`, CP-SAT's 10 s
+    default when unset); past it, or on Ctrl-C, the best plan so far with its bound."""
+    from partitioner.solvers.budget import Budget, TimeUp
+
     dp = importlib.import_module(SOLVERS["dp"])
-    if dp.applies(problem):
-        return dp.solve(problem)  # type: ignore[no-any-return]
     cpsat = importlib.import_module(SOLVERS["cpsat"])
-    return cpsat.solve(problem, **kwargs)  # type: ignore[no-any-return]
+    if dp.applies(problem):
+        return dp.solve(problem, Budget(problem.time_limit_s, progress))
+    limit = cpsat.DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s
+    budget = Budget(limit, progress)
+    try:
+        seed = dp.hint(problem, budget)
+    except (TimeUp, KeyboardInterrupt) as exc:
+        found = budget.best_solution("TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED")
+        if found is None:
+            raise
+        return found
+    if seed.optimal and len(seed.objective) == 1:
+        return seed
+    links = problem.L * problem.G**2
+    if links > MAX_CPSAT_LINKS or links * BUILD_S_PER_LINK > 0.5 * budget.left(limit):
+        return budget.best_solution("FEASIBLE") or seed  # no time (or memory) to build the CP-SAT model
+    budget.solver = "cpsat"
+    return cpsat.solve(problem, progress=progress, hint=seed, budget=budget, **kwargs)

@@ -4,8 +4,13 @@
     S    >= fewest devices whose memory can hold the model           (memory floor on stage count)
     tau* >= B_LP: min B s.t. sum_t x_tl = 1, sum_l c_t[l] x_tl <= m_t B,
                   sum_l m[l] x_tl <= m_t C_t, x >= 0                 (fluid LP over device types)
-    T*   >= (M-1) tau_LB + max(tau_LB, sum_l min_g c[g][l]) + (S_min - 1) d_min   (Thm 2 / Thm 3;
-           sigma_max >= tau_max, so the same bound holds for blocking)
+    W*   >= W_LP: min sum_{t,l} c_t[l] x_tl s.t. sum_t x_tl = 1, sum_l m[l] x_tl <= m_t C_t, x >= 0
+                  (the least total compute sum tau any plan that fits can have)
+    T*   >= min_{B >= tau_LB} [(M-1) B + W_LP(B)] + (S_min - 1) d_min, W_LP(B) the same LP with
+           each type's load sum_l c_t[l] x_tl <= m_t B (one LP with B a variable), and
+    T*   >= (M-1) tau_LB + max(tau_LB, W_LP) + (S_min - 1) d_min   (Thm 2 / Thm 3; sigma_max >=
+           tau_max and sum sigma = sum tau + sum d, so the same bound holds for blocking); with the
+           DP's exact tau* as tau_LB this is the bound of the free-order makespan search
 The LP is solved with OR-Tools' GLOP (pywraplp), imported lazily.
 """
 
@@ -18,7 +23,9 @@ import numpy as np
 from partitioner.errors import SolverError
 from partitioner.problem import CostTables, Problem
 
-__all__ = ["tau_floor", "min_stages", "fluid_bound", "tau_bound", "min_delay", "makespan_bound", "lower_bound"]
+__all__ = [
+    "tau_floor", "min_stages", "fluid_bound", "min_work", "tau_bound", "min_delay", "makespan_bound", "lower_bound",
+]
 
 
 def _room(tables: CostTables) -> np.ndarray:
@@ -53,14 +60,63 @@ def min_stages(tables: CostTables) -> int:
     return max(2, int(hit[0]) + 1) if hit.size else tables.G + 1
 
 
-def fluid_bound(tables: CostTables) -> float:
-    """The fluid LP bound on tau* over device types (same cost row and capacity), via GLOP."""
-    from ortools.linear_solver import pywraplp
-
+def _types(tables: CostTables) -> list[list[int]]:
     types: dict[bytes, list[int]] = {}
     for g in range(tables.G):
         key = tables.cost[g].tobytes() + np.float64(tables.capacity_gb[g]).tobytes()
         types.setdefault(key, []).append(g)
+    return list(types.values())
+
+
+def min_work(tables: CostTables, M: int = 1, tau_lb: float = 0.0) -> float:
+    """W_LP (M = 1): the least sum of stage compute times of any plan that fits. For M > 1 the
+    parametric form min (M-1) B + sum c x over the same x with each type's load <= m_t B and
+    B >= tau_lb, a lower bound on (M-1) tau_max + sum tau of every plan (each device's load is
+    at most tau_max). Via GLOP; sum_l min_g c[g][l] (+ (M-1) tau_lb) when the LP cannot be
+    solved, inf when nothing can fit."""
+    from ortools.linear_solver import pywraplp
+
+    floor = float(tables.cost.min(axis=0).sum()) + (M - 1) * tau_lb
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    if solver is None:
+        return floor
+    room = _room(tables)
+    B = solver.NumVar(float(tau_lb), solver.infinity(), "B")
+    x: dict[tuple[int, int], object] = {}
+    objective = [(M - 1) * B] if M > 1 else []
+    for t, members in enumerate(_types(tables)):
+        g = members[0]
+        row, load = [], []
+        for ly in range(tables.L):
+            if tables.memory_gb[ly] <= room[g]:
+                var = solver.NumVar(0.0, 1.0, f"x_{t}_{ly}")
+                x[t, ly] = var
+                row.append(float(tables.memory_gb[ly]) * var)
+                load.append(float(tables.cost[g, ly]) * var)
+                objective.append(float(tables.cost[g, ly]) * var)
+        if row:
+            solver.Add(sum(row) <= len(members) * float(room[g]))
+            if M > 1:
+                solver.Add(sum(load) <= len(members) * B)
+    for ly in range(tables.L):
+        vars_l = [v for (t, ll), v in x.items() if ll == ly]
+        if not vars_l:
+            return float("inf")
+        solver.Add(sum(vars_l) == 1)  # type: ignore[arg-type]
+    solver.Minimize(sum(objective))
+    status = solver.Solve()
+    if status == pywraplp.Solver.INFEASIBLE:
+        return float("inf")
+    if status != pywraplp.Solver.OPTIMAL:
+        return floor
+    return max(floor, float(solver.Objective().Value()) * (1 - 1e-9))  # LP tolerance
+
+
+def fluid_bound(tables: CostTables) -> float:
+    """The fluid LP bound on tau* over device types (same cost row and capacity), via GLOP."""
+    from ortools.linear_solver import pywraplp
+
+    types = dict(enumerate(_types(tables)))
     solver = pywraplp.Solver.CreateSolver("GLOP")
     if solver is None:
         raise SolverError("OR-Tools GLOP is not available for the fluid lower bound")
@@ -68,15 +124,15 @@ def fluid_bound(tables: CostTables) -> float:
     x = {}
     for t, members in enumerate(types.values()):
         g = members[0]
-        for l in range(tables.L):
-            if tables.memory_gb[l] <= _room(tables)[g]:
-                x[t, l] = solver.NumVar(0.0, 1.0, f"x_{t}_{l}")
-        row = [(float(tables.cost[g, l]), x[t, l]) for l in range(tables.L) if (t, l) in x]
+        for ly in range(tables.L):
+            if tables.memory_gb[ly] <= _room(tables)[g]:
+                x[t, ly] = solver.NumVar(0.0, 1.0, f"x_{t}_{ly}")
+        row = [(float(tables.cost[g, ly]), x[t, ly]) for ly in range(tables.L) if (t, ly) in x]
         solver.Add(sum(c * v for c, v in row) <= len(members) * B)
-        mem = sum(float(tables.memory_gb[l]) * v for l in range(tables.L) if (t, l) in x for v in [x[t, l]])
+        mem = sum(float(tables.memory_gb[ly]) * v for ly in range(tables.L) if (t, ly) in x for v in [x[t, ly]])
         solver.Add(mem <= len(members) * float(_room(tables)[g]))
-    for l in range(tables.L):
-        vars_l = [v for (t, ll), v in x.items() if ll == l]
+    for ly in range(tables.L):
+        vars_l = [v for (t, ll), v in x.items() if ll == ly]
         if not vars_l:
             return float("inf")
         solver.Add(sum(vars_l) == 1)
@@ -107,12 +163,19 @@ def min_delay(tables: CostTables) -> float:
 
 
 def makespan_bound(problem: Problem, tau_lb: float | None = None) -> float:
-    """T* >= (M-1) tau_LB + max(tau_LB, sum_l min_g c[g][l]) + (S_min - 1) d_min (Thm 2 / Thm 3)."""
+    """T* >= (M-1) tau_LB + max(tau_LB, W_LP) + (S_min - 1) d_min (Thm 2 / Thm 3)."""
     t = problem.tables
     lb = tau_bound(t) if tau_lb is None else tau_lb
-    work = float(t.cost.min(axis=0).sum())
+    work = min_work(t)
+    if not np.isfinite(work):
+        work = float(t.cost.min(axis=0).sum())
     S = min(min_stages(t), t.G)
-    return (problem.M - 1) * lb + max(lb, work) + (S - 1) * min_delay(t)
+    links = (S - 1) * min_delay(t)
+    flat = (problem.M - 1) * lb + max(lb, work) + links
+    if problem.M == 1:
+        return flat
+    both = min_work(t, int(problem.M), lb)  # tau_max and the work traded off in one LP
+    return max(flat, both + links) if np.isfinite(both) else flat
 
 
 def lower_bound(problem: Problem, lp: bool = True, memory: bool = True) -> float:

@@ -8,30 +8,47 @@ minimises the components of `problem.objective_key` lexicographically, one phase
     makespan:   T(M)                      with T from Thm 2 (async) / Thm 3 (blocking)
 
 Each phase after the first fixes the previous optimum as `goal <= value + slack` (slack =
-the rounding error of the ticks, far below the 1e-9 tie tolerance) and is hinted with the
-previous plan. The first phase is hinted, and cut off, with the DP's plan (its optimum where
-it applies, else its exact optimum in the listed device order) or with the caller's `hint`. The returned objective is
-recomputed exactly from the plan by `problem.evaluate`, never read from the scaled model.
+the rounding error of the ticks) and is hinted with the previous plan. The first phase is
+hinted, and cut off, with the DP's seed (`dp.hint`: its optimum where it applies, else the
+better of its listed-order optimum and its exact tau* plan) or with the caller's `hint`; when
+the seed proves tau* the first phase is replaced by the constraint tau_max <= tau*. The
+returned objective is recomputed exactly from the plan by `problem.evaluate`, never read from
+the scaled model, and "optimal" is claimed only when each component is within the 1e-9 tie
+tolerance of its phase's exact lower bound (so ticks can never decide a near tie). The
+reported lower bound is the best of CP-SAT's, the seed's and `bounds.lower_bound`.
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 from ortools.sat.python import cp_model
 
 from partitioner.errors import InfeasibleError, PartitionerError, SolverError
-from partitioner.problem import Problem, Solution, check_structure, evaluate, explain_infeasible, objective_key
+from partitioner.problem import (
+    Problem,
+    Solution,
+    check_structure,
+    evaluate,
+    explain_infeasible,
+    lex_compare,
+    objective_key,
+)
+from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.cpsat import model as cpmodel
 from partitioner.solvers.cpsat.search import (
     DEFAULT_TIME_LIMIT_S,
+    MIN_PHASE_S,
     Progress,
     ProgressFn,
     make_solver,
     phase_limit,
+    run,
     status_name,
 )
 from partitioner.solvers.cpsat.ticks import Ticks, build_ticks, plan_ticks
+from partitioner.solvers.dp.tables import cap
 
 __all__ = ["solve", "DEFAULT_TIME_LIMIT_S"]
 
@@ -39,77 +56,155 @@ Plan = tuple[tuple[int, ...], tuple[int, ...]]
 Hint = Solution | Plan | None
 
 
-def solve(problem: Problem, *, progress: ProgressFn | None = None, hint: Hint = None) -> Solution:
+def solve(
+    problem: Problem,
+    *,
+    progress: ProgressFn | None = None,
+    hint: Hint = None,
+    use_dp: bool = True,
+    budget: Budget | None = None,
+) -> Solution:
     """Lexicographic optimum of `problem` by CP-SAT within `problem.time_limit_s` (10 s default).
 
     progress(incumbent_s, bound_s, elapsed_s) is called on each improving solution of each
-    phase (values of that phase's component). Raises InfeasibleError when no plan fits and
-    SolverError when CP-SAT fails or finds no plan in time.
+    phase (values of that phase's component). `hint` (a Solution or (devices, cuts)) seeds the
+    search; without one the DP's `hint` does (unless `use_dp` is False). When the seed proves
+    its first component (the DP's exact tau*), that phase is not re-solved. Every "optimal"
+    claim is re-checked against the exact lower bound of its phase (`_certified`). Raises
+    InfeasibleError when no plan fits and SolverError when CP-SAT finds no plan in time;
+    Ctrl-C returns the best plan so far (status "INTERRUPTED").
     """
+    if budget is None:
+        budget = Budget(DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s, progress)
     clock = time.perf_counter()
-    ticks = build_ticks(problem)
-    model, v = cpmodel.build(problem, ticks)
-    plan = _seed_plan(problem, hint)
-    budget = DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else float(problem.time_limit_s)
+    try:
+        ticks = build_ticks(problem)
+        seed = _seed(problem, hint, use_dp, budget)
+        model, v = cpmodel.build(problem, ticks)
+    except (KeyboardInterrupt, TimeUp) as exc:
+        found = budget.best_solution("INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "TIME_LIMIT")
+        if found is None:
+            raise
+        return found
+    plan = None if seed is None else (tuple(seed.devices), tuple(seed.cuts))
+    if plan is not None:
+        check_structure(problem, *plan)
+        plan = (cpmodel.canonical(problem, plan[0]), plan[1]) if evaluate(problem, *plan).fits else None
     names = cpmodel.phases(problem)
-    optimal, lower, statuses = True, 0.0, []
+    if plan is not None and budget.deadline is not None and budget.left(0.0) < MIN_PHASE_S:
+        return _out_of_time(problem, plan, seed, budget)  # building the model used the budget up
+    lowers = [0.0] * len(names)
+    proven = [False] * len(names)
+    statuses: list[str] = []
+    first = 0
+    if plan is not None and seed is not None and _proves_first(problem, seed):
+        lowers[0], proven[0], first = seed.lower_bound, True, 1
+        statuses.append("OPTIMAL")
+        budget.bound(seed.lower_bound)
+        budget.offer(problem, *plan)
+        model.add(v.goals[names[0]] <= _tick_cap(ticks, names[0], seed.lower_bound))
     branches = conflicts = 0.0
-    for k, name in enumerate(names):
+    interrupted = False
+    for k in range(first, len(names)):
+        name = names[k]
         goal = v.goals[name]
-        model.Minimize(goal)
-        model.ClearHints()
+        model.minimize(goal)
+        model.clear_hints()
         if plan is not None:
             for var, value in cpmodel.assignment(v, *plan):
-                model.AddHint(var, value)
+                model.add_hint(var, value)
             for goal_name, value in plan_ticks(ticks, problem.regime, *plan).items():
-                model.AddHint(v.goals[goal_name], value)
+                model.add_hint(v.goals[goal_name], value)
             if k == 0:
-                model.Add(goal <= plan_ticks(ticks, problem.regime, *plan)[name])
-        solver = make_solver(phase_limit(budget, time.perf_counter() - clock, k, len(names)))
-        status = solver.Solve(model, Progress(progress, ticks, ticks.slack(name), clock))
+                model.add(goal <= plan_ticks(ticks, problem.regime, *plan)[name])
+        left = budget.left(DEFAULT_TIME_LIMIT_S) - (time.perf_counter() - clock if budget.deadline is None else 0.0)
+        solver = make_solver(phase_limit(left, 0.0, k, len(names)))
+        status, interrupted = run(solver, model, Progress(progress, ticks, name, budget.start))
         statuses.append(status_name(status))
-        branches += solver.NumBranches()
-        conflicts += solver.NumConflicts()
-        plan, value = _outcome(problem, model, solver, status, v, plan, ticks, name, k)
+        branches += solver.num_branches
+        conflicts += solver.num_conflicts
+        plan, value = _outcome(problem, model, solver, status, v, plan=plan, ticks=ticks, name=name, k=k)
+        if plan is not None:
+            budget.offer(problem, *plan)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            lowers[k] = ticks.seconds(max(solver.best_objective_bound - ticks.slack(name), 0.0), name)
+            proven[k] = status == cp_model.OPTIMAL
         if k == 0:
-            lower = ticks.seconds(max(solver.BestObjectiveBound() - ticks.slack(name), 0.0))
-        optimal = optimal and status == cp_model.OPTIMAL
-        if status == cp_model.UNKNOWN:
-            break  # out of time: keep the previous phase's plan
+            budget.bound(lowers[0])
+        if status == cp_model.UNKNOWN or interrupted:
+            break  # out of time or stopped: keep the best plan so far
         if k < len(names) - 1:
-            model.Add(goal <= value + ticks.slack(name))
+            model.add(goal <= value + ticks.slack(name))
     if plan is None:  # unreachable: _outcome raises when no plan is known
         raise SolverError("cpsat: no plan")
-    return _solution(problem, plan, optimal, lower, statuses, clock, branches, conflicts, ticks.scale)
+    stats = {"branches": branches, "conflicts": conflicts, "phases": float(len(statuses)), "ticks_per_s": ticks.scale,
+             "T_ticks_per_s": ticks.T_scale}
+    lower = max(lowers[0], 0.0 if seed is None else seed.lower_bound, _static_bound(problem))
+    return _solution(problem, plan, proven=proven, lowers=lowers, lower=lower, clock=clock, stats=stats,
+                     status="INTERRUPTED" if interrupted else "")
 
 
-def _seed_plan(problem: Problem, hint: Hint) -> Plan | None:
-    """A feasible plan to hint with: the caller's, else the DP's; canonical for the symmetry break."""
-    if hint is None:
-        plan = _dp_plan(problem)
-    elif isinstance(hint, Solution):
-        plan = (tuple(hint.devices), tuple(hint.cuts))
-    else:
-        plan = (tuple(hint[0]), tuple(hint[1]))
-    if plan is None:
+def _out_of_time(problem: Problem, plan: Plan, seed: Solution | None, budget: Budget) -> Solution:
+    """The seed plan, unimproved, when no time is left for a CP-SAT phase."""
+    budget.offer(problem, *plan)
+    budget.bound(max(0.0 if seed is None else seed.lower_bound, _static_bound(problem)))
+    found = budget.best_solution("TIME_LIMIT")
+    assert found is not None
+    return found
+
+
+def _seed(problem: Problem, hint: Hint, use_dp: bool, budget: Budget | None = None) -> Solution | None:
+    """The caller's hint as a Solution-like seed, else the DP's `hint` (None without either)."""
+    if isinstance(hint, Solution):
+        return hint
+    if hint is not None:
+        devices, cuts = tuple(hint[0]), tuple(hint[1])
+        check_structure(problem, devices, cuts)
+        return Solution(devices=devices, cuts=cuts, solver="hint", optimal=False, objective=(), lower_bound=0.0)
+    if not use_dp:
         return None
-    check_structure(problem, *plan)
-    if not evaluate(problem, *plan).fits:
+    found = _dp_plan(problem, budget)
+    if found is None:
         return None
-    return cpmodel.canonical(problem, plan[0]), plan[1]
+    if isinstance(found, Solution):
+        return found
+    return Solution(devices=found[0], cuts=found[1], solver="hint", optimal=False, objective=(), lower_bound=0.0)
 
 
-def _dp_plan(problem: Problem) -> Plan | None:
-    """The DP's plan: its optimum where it applies, else its exact fixed-order optimum (`dp.hint`)."""
+def _proves_first(problem: Problem, seed: Solution) -> bool:
+    """True when the seed's lower bound equals its first component and that component is the
+    tau phase (the DP's exact tau*): then the first CP-SAT phase has nothing left to prove."""
+    if not seed.objective or cpmodel.phases(problem)[0] != "tau":
+        return False
+    key = objective_key(problem, evaluate(problem, tuple(seed.devices), tuple(seed.cuts)))
+    return lex_compare((seed.lower_bound,), key[:1]) == 0
+
+
+def _tick_cap(ticks: Ticks, name: str, seconds: float) -> int:
+    """Ticks that every plan whose exact value is within the tie tolerance of `seconds` stays under."""
+    return math.ceil(cap(seconds) / ticks.seconds(1.0, name)) + ticks.slack(name)
+
+
+def _static_bound(problem: Problem) -> float:
+    """bounds.lower_bound (fluid LP, memory floor, makespan bound); 0 if it cannot be computed."""
     try:
-        from partitioner.solvers import dp  # type: ignore[attr-defined]
+        from partitioner.solvers.bounds import lower_bound
 
-        found = dp.hint(problem)
-    except (ImportError, AttributeError, PartitionerError):
+        return float(lower_bound(problem))
+    except PartitionerError:
+        return 0.0
+
+
+def _dp_plan(problem: Problem, budget: Budget | None = None) -> Solution | Plan | None:
+    """The DP's seed (`dp.hint`): its optimum where it applies, else the better of its exact
+    listed-order optimum and its tau*-attaining free-order plan, with its lower bound."""
+    try:
+        from partitioner.solvers import dp
+
+        found = dp.hint(problem, budget)
+    except PartitionerError:
         return None
-    if not getattr(found, "feasible", True):
-        return None
-    return tuple(found.devices), tuple(found.cuts)
+    return found if found.feasible else None
 
 
 def _outcome(
@@ -118,6 +213,7 @@ def _outcome(
     solver: cp_model.CpSolver,
     status: int,
     v: cpmodel.Vars,
+    *,
     plan: Plan | None,
     ticks: Ticks,
     name: str,
@@ -125,11 +221,11 @@ def _outcome(
 ) -> tuple[Plan | None, int]:
     """Map a phase's status to (plan, objective ticks) or the typed error (style rule 10)."""
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return _extract(solver, v), int(round(solver.ObjectiveValue()))
+        return _extract(solver, v), round(solver.objective_value)
     if status == cp_model.INFEASIBLE and k == 0 and plan is None:
         raise InfeasibleError(explain_infeasible(problem.tables))
     if status == cp_model.MODEL_INVALID:
-        raise SolverError(f"cpsat: CP-SAT rejected the model (MODEL_INVALID): {model.Validate()}")
+        raise SolverError(f"cpsat: CP-SAT rejected the model (MODEL_INVALID): {model.validate()}")
     if status == cp_model.UNKNOWN and plan is not None:
         return plan, plan_ticks(ticks, problem.regime, *plan)[name]
     if status == cp_model.UNKNOWN:
@@ -144,33 +240,41 @@ def _outcome(
 # [START extract]
 def _extract(solver: cp_model.CpSolver, v: cpmodel.Vars) -> Plan:
     """(devices, cuts) from the w[l][g] values of the solver's best solution."""
-    owner = [next(g for g, x in enumerate(row) if solver.BooleanValue(x)) for row in v.w]
+    owner = [next(g for g, x in enumerate(row) if solver.boolean_value(x)) for row in v.w]
     devices = [owner[0]]
     cuts = [0]
-    for l in range(1, len(owner)):
-        if owner[l] != owner[l - 1]:
-            devices.append(owner[l])
-            cuts.append(l)
+    for ly in range(1, len(owner)):
+        if owner[ly] != owner[ly - 1]:
+            devices.append(owner[ly])
+            cuts.append(ly)
     cuts.append(len(owner))
     return tuple(devices), tuple(cuts)
+
+
+def _certified(problem: Problem, key: tuple[float, ...], proven: list[bool], lowers: list[float]) -> bool:
+    """An "optimal" claim stands only if every phase ended OPTIMAL and the plan's exact value of
+    every component is within the tie tolerance of that phase's exact lower bound (the CP-SAT
+    bound minus the rounding slack): near ties that the ticks could not tell apart fail it."""
+    return all(proven) and all(lex_compare((x,), (max(lb, 0.0),)) <= 0 for x, lb in zip(key, lowers, strict=True))
 
 
 def _solution(
     problem: Problem,
     plan: Plan,
-    optimal: bool,
+    *,
+    proven: list[bool],
+    lowers: list[float],
     lower: float,
-    statuses: list[str],
     clock: float,
-    branches: float,
-    conflicts: float,
-    scale: float,
+    stats: dict[str, float],
+    status: str,
 ) -> Solution:
     """The Solution, with the objective recomputed exactly by `problem.evaluate`."""
     metrics = evaluate(problem, *plan)
     if not metrics.fits:
         raise SolverError(f"cpsat: extracted plan {plan} breaks a memory limit (internal error)")
     key = objective_key(problem, metrics)
+    optimal = _certified(problem, key, proven, lowers)
     wall = time.perf_counter() - clock
     return Solution(
         devices=plan[0],
@@ -178,15 +282,8 @@ def _solution(
         solver="cpsat",
         optimal=optimal,
         objective=key,
-        lower_bound=min(lower, key[0]),
-        status="OPTIMAL" if optimal else "FEASIBLE",
+        lower_bound=key[0] if optimal else min(lower, key[0]),
+        status="OPTIMAL" if optimal else (status or "FEASIBLE"),
         wall_time_s=wall,
-        stats=(
-            ("wall_time", wall),
-            ("branches", branches),
-            ("conflicts", conflicts),
-            ("phases", float(len(statuses))),
-            ("ticks_per_s", scale),
-        ),
+        stats=(("wall_time", wall), *stats.items()),
     )
-

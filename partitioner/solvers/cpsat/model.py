@@ -20,6 +20,7 @@ capacity and links) are used as a prefix of their class, in pipeline order (symm
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +32,7 @@ from partitioner.solvers.cpsat.ticks import Ticks
 __all__ = ["Vars", "build", "phases", "assignment", "canonical", "device_classes"]
 
 Lit = cp_model.IntVar
-Expr = cp_model.LinearExprT
+Expr = cp_model.LinearExpr
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Vars:
     tau_max: Lit
     sigma_max: Lit
     goals: dict[str, Lit] = field(default_factory=dict)
+    out: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
 
 
 def build(problem: Problem, ticks: Ticks) -> tuple[cp_model.CpModel, Vars]:
@@ -67,18 +69,18 @@ def phases(problem: Problem) -> tuple[str, ...]:
 # [START variables]
 def _variables(model: cp_model.CpModel, problem: Problem, ticks: Ticks) -> Vars:
     G, L = problem.G, problem.L
-    w = [[model.NewBoolVar(f"w[{l}][{g}]") for g in range(G)] for l in range(L)]
-    start = [w[0]] + [[model.NewBoolVar(f"start[{l}][{g}]") for g in range(G)] for l in range(1, L)]
-    end = [[model.NewBoolVar(f"end[{l}][{g}]") for g in range(G)] for l in range(L - 1)]
+    w = [[model.new_bool_var(f"w[{ly}][{g}]") for g in range(G)] for ly in range(L)]
+    start = [w[0]] + [[model.new_bool_var(f"start[{ly}][{g}]") for g in range(G)] for ly in range(1, L)]
+    end = [[model.new_bool_var(f"end[{ly}][{g}]") for g in range(G)] for ly in range(L - 1)]
     y = {
-        (l, g, h): model.NewBoolVar(f"y[{l}][{g}][{h}]")
-        for l in range(L - 1)
+        (ly, g, h): model.new_bool_var(f"y[{ly}][{g}][{h}]")
+        for ly in range(L - 1)
         for g in range(G)
         for h in range(G)
         if h != g and (problem.order == "free" or h > g)
     }
     top = int(ticks.c.sum(axis=1).max()) + (int(ticks.d.max()) if ticks.d.size else 0)
-    return Vars(w, start, end, y, model.NewIntVar(0, top, "tau_max"), model.NewIntVar(0, top, "sigma_max"))
+    return Vars(w, start, end, y, model.new_int_var(0, top, "tau_max"), model.new_int_var(0, top, "sigma_max"))
 
 
 # [START constraints]
@@ -89,39 +91,44 @@ def _constraints(model: cp_model.CpModel, problem: Problem, ticks: Ticks, v: Var
     if problem.order == "free":
         _symmetry(model, problem, v)
     for g in range(problem.G):
-        model.Add(_tau(ticks, v, g) <= v.tau_max)
-        model.Add(_tau(ticks, v, g) + _delay(ticks, v, g) <= v.sigma_max)
+        model.add(_tau(ticks, v, g) <= v.tau_max)
+        model.add(_tau(ticks, v, g) + _delay(ticks, v, g) <= v.sigma_max)
 
 
 def _intervals(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
     """One device per layer; start/end are exact; each device holds one contiguous interval."""
     G, L = problem.G, problem.L
-    for l in range(L):
-        model.AddExactlyOne(v.w[l])
+    for ly in range(L):
+        model.add_exactly_one(v.w[ly])
     for g in range(G):
-        for l in range(1, L):
-            s, now, before = v.start[l][g], v.w[l][g], v.w[l - 1][g]
-            model.AddBoolOr([s, now.Not(), before])
-            model.AddImplication(s, now)
-            model.AddImplication(s, before.Not())
-        for l in range(L - 1):
-            e, now, after = v.end[l][g], v.w[l][g], v.w[l + 1][g]
-            model.AddBoolOr([e, now.Not(), after])
-            model.AddImplication(e, now)
-            model.AddImplication(e, after.Not())
-        model.AddAtMostOne(v.start[l][g] for l in range(L))
+        for ly in range(1, L):
+            s, now, before = v.start[ly][g], v.w[ly][g], v.w[ly - 1][g]
+            model.add_bool_or([s, now.negated(), before])
+            model.add_implication(s, now)
+            model.add_implication(s, before.negated())
+        for ly in range(L - 1):
+            e, now, after = v.end[ly][g], v.w[ly][g], v.w[ly + 1][g]
+            model.add_bool_or([e, now.negated(), after])
+            model.add_implication(e, now)
+            model.add_implication(e, after.negated())
+        model.add_at_most_one(v.start[ly][g] for ly in range(L))
     if problem.order == "fixed":  # redundant: the device index never decreases along the layers
-        for l in range(L - 1):
-            model.Add(sum(g * v.w[l][g] for g in range(G)) <= sum(g * v.w[l + 1][g] for g in range(G)))
+        for ly in range(L - 1):
+            model.add(sum(g * v.w[ly][g] for g in range(G)) <= sum(g * v.w[ly + 1][g] for g in range(G)))
 
 
 def _links(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
     """y[l][g][h] = end[l][g] and start[l+1][h], as two flow equalities (one cut, one pair)."""
     G = problem.G
-    for l in range(problem.L - 1):
+    out: dict[tuple[int, int], list[Lit]] = {}
+    into: dict[tuple[int, int], list[Lit]] = {}
+    for (ly, g, h), y in v.y.items():
+        out.setdefault((ly, g), []).append(y)
+        into.setdefault((ly, h), []).append(y)
+    for ly in range(problem.L - 1):
         for g in range(G):
-            model.Add(sum(v.y[l, g, h] for h in range(G) if (l, g, h) in v.y) == v.end[l][g])
-            model.Add(sum(v.y[l, h, g] for h in range(G) if (l, h, g) in v.y) == v.start[l + 1][g])
+            model.add(cp_model.LinearExpr.sum(out.get((ly, g), [])) == v.end[ly][g])
+            model.add(cp_model.LinearExpr.sum(into.get((ly, g), [])) == v.start[ly + 1][g])
 
 
 def _memory(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
@@ -143,23 +150,25 @@ def _forbid_ends(model: cp_model.CpModel, v: Vars, g: int, i: int, fits: dict[in
     while j0 - 1 > i and not fits[j0 - 1]:
         j0 -= 1  # every end in [j0, L] is infeasible
     if j0 == i + 1:
-        model.Add(v.start[i][g] == 0)
+        model.add(v.start[i][g] == 0)
         return
     if j0 <= L:
-        model.AddImplication(v.start[i][g], v.w[j0 - 1][g].Not())
+        model.add_implication(v.start[i][g], v.w[j0 - 1][g].negated())
     for j in range(i + 1, min(j0, L)):
         if not fits[j]:  # may not stop at j, but a longer stage fits (tied embeddings)
-            model.AddBoolOr([v.start[i][g].Not(), v.w[j - 1][g].Not(), v.w[j][g]])
+            model.add_bool_or([v.start[i][g].negated(), v.w[j - 1][g].negated(), v.w[j][g]])
 
 
 def _memory_relaxation(model: cp_model.CpModel, problem: Problem, v: Vars, g: int, cap: float) -> None:
-    """sum floor(m K) w[.][g] <= ceil((C + tied) K) + L: never cuts a feasible plan."""
+    """sum floor(m K) w[.][g] <= ceil((C + tied) K) + L: never cuts a feasible plan. K keeps the
+    coefficients below 2^30: OR-Tools 9.15's presolve mis-handled knapsacks with coefficients
+    of 2^31 and more (docs/cpsat-presolve.md)."""
     m = np.asarray(problem.tables.memory_gb, dtype=float)
     if not (np.all(np.isfinite(m)) and np.all(m >= 0) and np.isfinite(cap)) or m.sum() <= cap:
         return
-    K = 2.0 ** np.floor(np.log2(2.0**40 / max(float(m.sum()), abs(cap), 1e-300)))
+    K = 2.0 ** np.floor(np.log2(2.0**30 / max(float(m.sum()), abs(cap), 1e-300)))
     rhs = int(np.ceil((cap + problem.tables.tied_gb) * K)) + problem.L
-    model.Add(sum(int(np.floor(m[l] * K)) * v.w[l][g] for l in range(problem.L)) <= rhs)
+    model.add(sum(int(np.floor(m[ly] * K)) * v.w[ly][g] for ly in range(problem.L)) <= rhs)
 
 
 def device_classes(problem: Problem) -> list[list[int]]:
@@ -193,38 +202,62 @@ def _symmetry(model: cp_model.CpModel, problem: Problem, v: Vars) -> None:
     """Within a class, used devices are its lowest indices, appearing in pipeline order."""
     L = problem.L
     for cls in device_classes(problem):
-        for g, h in zip(cls, cls[1:]):
-            used_g = sum(v.start[l][g] for l in range(L))
-            used_h = sum(v.start[l][h] for l in range(L))
-            model.Add(used_g >= used_h)
-            for l in range(1, L):  # h starting at l forces g to start earlier
-                model.AddBoolOr([v.start[l][h].Not()] + [v.start[k][g] for k in range(l)])
-            model.Add(v.start[0][h] == 0)
+        for g, h in itertools.pairwise(cls):
+            used_g = sum(v.start[ly][g] for ly in range(L))
+            used_h = sum(v.start[ly][h] for ly in range(L))
+            model.add(used_g >= used_h)
+            for ly in range(1, L):  # h starting at l forces g to start earlier
+                model.add_bool_or([v.start[ly][h].negated()] + [v.start[k][g] for k in range(ly)])
+            model.add(v.start[0][h] == 0)
 
 
 # [START objective]
-def _tau(ticks: Ticks, v: Vars, g: int) -> Expr:
-    return sum(int(ticks.c[g, l]) * v.w[l][g] for l in range(len(v.w)))
+def _tau(ticks: Ticks, v: Vars, g: int, c: np.ndarray | None = None) -> Expr:
+    c = ticks.c if c is None else c
+    return cp_model.LinearExpr.weighted_sum([v.w[ly][g] for ly in range(len(v.w))], [int(x) for x in c[g]])
 
 
-def _delay(ticks: Ticks, v: Vars, g: int) -> Expr:
-    return sum(int(ticks.d[a, b, l]) * y for (l, a, b), y in v.y.items() if a == g)
+def _delay(ticks: Ticks, v: Vars, g: int, d: np.ndarray | None = None) -> Expr:
+    d = ticks.d if d is None else d
+    keys = _out_links(v).get(g, [])
+    return cp_model.LinearExpr.weighted_sum([v.y[k] for k in keys], [int(d[g, k[2], k[0]]) for k in keys])
+
+
+def _out_links(v: Vars) -> dict[int, list[tuple[int, int, int]]]:
+    """The y keys (l, g, h) grouped by the sending device g (built once per model)."""
+    if not v.out:
+        for key in v.y:
+            v.out.setdefault(key[1], []).append(key)
+    return v.out
 
 
 def _objective(model: cp_model.CpModel, problem: Problem, ticks: Ticks, v: Vars) -> dict[str, Lit]:
     """tau_max, sigma_max and T(M) = (M-1) P + sum tau + sum d (Thm 2 / Thm 3), in ticks.
 
     T gets its own variable: CP-SAT 9.15's presolve wrongly reported INFEASIBLE when a
-    cut-off `expr <= ub` was posted on the very expression being minimised.
+    cut-off `expr <= ub` was posted on the very expression being minimised. When T(M) needs
+    coarser ticks than the stage phases (`Ticks.split`), it is built on its own tick tables with
+    its own period variable P_T >= every stage's tau (async) or sigma (blocking) in those ticks.
     """
-    period = v.tau_max if problem.regime == "async" else v.sigma_max
-    work = sum(int(ticks.c[g, l]) * v.w[l][g] for l in range(problem.L) for g in range(problem.G))
-    links = sum(int(ticks.d[g, h, l]) * y for (l, g, h), y in v.y.items())
-    worst_d = int(ticks.d.max()) if ticks.d.size else 0
-    top = (problem.M - 1) * (int(ticks.c.sum(axis=1).max()) + worst_d) + int(ticks.c.max(axis=0).sum())
-    top += (min(problem.G, problem.L) - 1) * worst_d
-    T = model.NewIntVar(0, top, "T")
-    model.Add(T == (problem.M - 1) * period + work + links)
+    c, d = (ticks.Tc, ticks.Td) if ticks.split else (ticks.c, ticks.d)
+    assert c is not None and d is not None
+    G, L = problem.G, problem.L
+    worst_d = int(d.max()) if d.size else 0
+    if ticks.split:
+        period = model.new_int_var(0, int(c.sum(axis=1).max()) + worst_d, "P_T")
+        for g in range(G):
+            tau_g = _tau(ticks, v, g, c)
+            model.add(period >= (tau_g if problem.regime == "async" else tau_g + _delay(ticks, v, g, d)))
+    else:
+        period = v.tau_max if problem.regime == "async" else v.sigma_max
+    work = cp_model.LinearExpr.weighted_sum([v.w[ly][g] for ly in range(L) for g in range(G)],
+                                           [int(c[g, ly]) for ly in range(L) for g in range(G)])
+    keys = list(v.y)
+    links = cp_model.LinearExpr.weighted_sum([v.y[k] for k in keys], [int(d[k[1], k[2], k[0]]) for k in keys])
+    top = (problem.M - 1) * (int(c.sum(axis=1).max()) + worst_d) + int(c.max(axis=0).sum())
+    top += (min(G, L) - 1) * worst_d
+    T = model.new_int_var(0, top, "T")
+    model.add((problem.M - 1) * period + work + links == T)
     return {"tau": v.tau_max, "sigma": v.sigma_max, "T": T}
 
 
@@ -236,7 +269,7 @@ def canonical(problem: Problem, devices: tuple[int, ...]) -> tuple[int, ...]:
     out = list(devices)
     for cls in device_classes(problem):
         slots = [s for s, g in enumerate(devices) if g in cls]
-        for s, g in zip(slots, sorted(cls)):
+        for s, g in zip(slots, sorted(cls), strict=False):  # the first slots get the lowest ids
             out[s] = g
     return tuple(out)
 
@@ -248,13 +281,13 @@ def assignment(v: Vars, devices: tuple[int, ...], cuts: tuple[int, ...]) -> list
     for s, g in enumerate(devices):
         on[cuts[s]:cuts[s + 1], g] = 1
     pairs: list[tuple[Lit, int]] = []
-    for l in range(L):
+    for ly in range(L):
         for g in range(G):
-            pairs.append((v.w[l][g], int(on[l, g])))
-            if l > 0:
-                pairs.append((v.start[l][g], int(on[l, g] and not on[l - 1, g])))
-            if l < L - 1:
-                pairs.append((v.end[l][g], int(on[l, g] and not on[l + 1, g])))
+            pairs.append((v.w[ly][g], int(on[ly, g])))
+            if ly > 0:
+                pairs.append((v.start[ly][g], int(on[ly, g] and not on[ly - 1, g])))
+            if ly < L - 1:
+                pairs.append((v.end[ly][g], int(on[ly, g] and not on[ly + 1, g])))
     nxt = {cuts[s + 1] - 1: (devices[s], devices[s + 1]) for s in range(len(devices) - 1)}
-    pairs += [(y, int(nxt.get(l) == (g, h))) for (l, g, h), y in v.y.items()]
+    pairs += [(y, int(nxt.get(ly) == (g, h))) for (ly, g, h), y in v.y.items()]
     return pairs

@@ -1,23 +1,27 @@
-"""Running CP-SAT: parameters, the time budget over lexicographic phases, progress reports.
+"""Running CP-SAT: parameters, the time budget over lexicographic phases, progress, Ctrl-C.
 
-Determinism: every phase uses `num_workers=WORKERS` (2, the target machine) with
-`interleave_search=True` and a fixed `random_seed`, so the workers' subsolvers are run in
-deterministic batches: a solve that ends by proof (OPTIMAL/INFEASIBLE) returns the same plan
-on every run. A solve cut off by its wall-clock limit depends on how far it got, so
-FEASIBLE results may differ between runs (and between machines).
+Workers: `WORKERS` = the machine's cores (at most 8), with `interleave_search=True` and a
+fixed `random_seed`, so the subsolvers run in deterministic batches: on one machine a solve
+that ends by proof (OPTIMAL/INFEASIBLE) returns the same plan on every run. A solve cut off
+by its wall-clock limit depends on how far it got, so FEASIBLE results may differ between runs.
 
-Correctness: CP-SAT 9.15's presolve returned a wrong "OPTIMAL" (a plan 0.4% worse than the
-brute-force optimum, G=3, L=6) on this model, and on another instance "INFEASIBLE" once a
-cut-off was posted on the objective expression; `keep_all_feasible_solutions_in_presolve`
-fixed some cases but not all (G=3, L=6, makespan: OPTIMAL 8.499 s vs the true 8.326 s, found
-at once with presolve off). Presolve is therefore switched off; tests/test_cpsat_props.py
-holds the regressions. Ticks are kept small (ticks.py) for the same reason.
+Presolve: CP-SAT 9.15's presolve returned a wrong OPTIMAL and a false INFEASIBLE on models
+this planner builds (two reproducers: docs/cpsat-presolve.md); both come from its inclusion
+detection. With `presolve_inclusion_work_limit = 0` both reproducers and every brute-force
+property test answer correctly (benchmarks/solvers_presolve.py: 0 wrong of 480, against 7
+with the default and 7 with keep_all_feasible_solutions_in_presolve), and the solves are
+2-3x faster than with presolve off, so presolve is on with that limit. `extra_parameters` is
+how the benchmark compares settings. Ctrl-C: the solve runs in a worker thread; KeyboardInterrupt in the main thread stops
+the search, and the caller keeps the best plan found so far.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -32,14 +36,18 @@ __all__ = [
     "phase_limit",
     "make_solver",
     "status_name",
+    "run",
+    "extra_parameters",
 ]
 
 DEFAULT_TIME_LIMIT_S = 10.0  # total over all phases when Problem.time_limit_s is None
-WORKERS = 2
+WORKERS = max(1, min(8, os.cpu_count() or 1))
 SEED = 0
 FIRST_PHASE_SHARE = 0.6  # the bottleneck phase is the hard one; later phases get the rest
 MIN_PHASE_S = 0.05
-PRESOLVE = False  # CP-SAT 9.15 presolve returned wrong optima on this model (module doc)
+PRESOLVE = True  # with INCLUSION_WORK_LIMIT = 0 (module doc: the 9.15 presolve bugs)
+INCLUSION_WORK_LIMIT = 0
+extra_parameters: dict[str, Any] = {}  # set by benchmarks/solvers_presolve.py only
 PROBING_LEVEL = 1  # level 2 (default) spent 5 s of wall time probing at L=40, G=8 before searching
 
 ProgressFn = Callable[[float, float, float], None]
@@ -53,7 +61,7 @@ def phase_limit(budget_s: float, elapsed_s: float, k: int, n: int) -> float:
 
 
 def make_solver(limit_s: float) -> cp_model.CpSolver:
-    """A CP-SAT solver with a time limit, 2 workers, deterministic interleaved search."""
+    """A CP-SAT solver with a time limit, `WORKERS` workers, deterministic interleaved search."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.max_time_in_seconds = float(limit_s)
@@ -61,23 +69,55 @@ def make_solver(limit_s: float) -> cp_model.CpSolver:
     p.interleave_search = True
     p.random_seed = SEED
     p.cp_model_probing_level = PROBING_LEVEL
-    p.cp_model_presolve = PRESOLVE  # see the module doc: presolve bug
+    p.cp_model_presolve = PRESOLVE  # see the module doc: presolve bugs
+    p.presolve_inclusion_work_limit = INCLUSION_WORK_LIMIT
+    p.catch_sigint_signal = False  # Ctrl-C is handled by `run` in the main thread
+    for key, value in extra_parameters.items():
+        setattr(p, key, value)
     return solver
+
+
+def run(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: cp_model.CpSolverSolutionCallback) -> tuple[Any, bool]:
+    """Solve in a worker thread; returns (status, interrupted). On Ctrl-C the search is stopped
+    and the best solution so far is kept (status FEASIBLE, or UNKNOWN when there is none)."""
+    out: dict[str, Any] = {}
+    done = threading.Event()  # not Thread.is_alive: an interrupted join can make it lie
+
+    def work() -> None:
+        try:
+            out["status"] = solver.solve(model, callback)
+        except BaseException as exc:  # re-raised in the caller's thread
+            out["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True).start()
+    interrupted = False
+    while not done.is_set():
+        try:
+            done.wait(0.05)
+        except KeyboardInterrupt:
+            interrupted = True
+            solver.stop_search()
+    if "error" in out:
+        raise out["error"]
+    return out["status"], interrupted
 
 
 def status_name(status: int) -> str:
     """CP-SAT's status as text (OPTIMAL, FEASIBLE, INFEASIBLE, MODEL_INVALID, UNKNOWN)."""
-    return str(cp_model.CpSolver().StatusName(status))
+    return str(cp_model.CpSolver().status_name(status))
 
 
 class Progress(cp_model.CpSolverSolutionCallback):
     """Calls `fn(incumbent_s, bound_s, elapsed_s)` on every improving solution of a phase."""
 
-    def __init__(self, fn: ProgressFn | None, ticks: Ticks, slack: int, clock: float) -> None:
+    def __init__(self, fn: ProgressFn | None, ticks: Ticks, component: str, clock: float) -> None:
         super().__init__()
         self._fn = fn
         self._ticks = ticks
-        self._slack = slack
+        self._name = component
+        self._slack = ticks.slack(component)
         self._clock = clock
         self.solutions = 0
 
@@ -85,6 +125,6 @@ class Progress(cp_model.CpSolverSolutionCallback):
         self.solutions += 1
         if self._fn is None:
             return
-        incumbent = self._ticks.seconds(self.ObjectiveValue())
-        bound = self._ticks.seconds(max(self.BestObjectiveBound() - self._slack, 0.0))
+        incumbent = self._ticks.seconds(self.objective_value, self._name)
+        bound = self._ticks.seconds(max(self.best_objective_bound - self._slack, 0.0), self._name)
         self._fn(incumbent, min(bound, incumbent), time.perf_counter() - self._clock)

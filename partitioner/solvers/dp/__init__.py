@@ -1,10 +1,14 @@
 """`dp`: the exact dynamic-programming solver (issue 4; algorithms.md §3).
 
-Steps: the period tau* (§3a fixed order, §3b free order over device classes with bisection),
-the lexicographic sigma step (§3c), the exact min T(M) by branch and bound (§3d), each solved
-over the same plan space (`space.Space`). Every objective x regime x order is exact; free order
-is NP-hard with all devices distinct, so `applies` bounds the lattice sizes (thresholds below)
-and `auto` falls back to CP-SAT beyond them.
+Steps: the period tau* (§3a fixed order, §3b free order over device classes with bisection,
+and a plan attaining it backtracked from the reachability DP), the lexicographic sigma step
+(§3c), the exact min T(M) by branch and bound (§3d), each solved over the same plan space
+(`space.Space`). In free order the sigma and sum steps only visit the states that can still
+finish under the step's caps (`banded`, cost O(S T w) for S kept states), which at a tight
+period is a thin band around the tau* plans. Every objective x regime x order is exact; free
+order is NP-hard with all devices distinct, so `applies` bounds the lattice sizes (thresholds
+below) and `auto` hands larger instances to CP-SAT, seeded by `hint` (the tau* plan, tau* as
+the bound).
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import time
 
 import numpy as np
 
-from partitioner.errors import InfeasibleError, InputError
-from partitioner.problem import Problem, Solution, evaluate, explain_infeasible, objective_key
+from partitioner.errors import InfeasibleError, InputError, SolverError
+from partitioner.problem import Problem, Solution, evaluate, explain_infeasible, lex_compare, objective_key
+from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.lattice import Lattice, lattice_size
 from partitioner.solvers.dp.makespan import min_makespan
@@ -23,21 +28,13 @@ from partitioner.solvers.dp.sigma import balanced, throughput
 from partitioner.solvers.dp.space import Space
 from partitioner.solvers.dp.tables import build_tables, device_classes
 
-__all__ = ["solve", "applies", "hint", "free_tau", "work", "MAX_TAU_LATTICE", "MAX_STAGE_WORK", "MAX_MATRIX"]
+__all__ = ["solve", "applies", "hint", "free_tau", "free_tau_plan", "work", "MAX_TAU_LATTICE", "MAX_STAGE_WORK", "MAX_MATRIX"]
 
 MAX_TAU_LATTICE = 200_000  # prod(m_t + 1) over (cost, capacity) classes: tau step (§3b)
-MAX_STAGE_WORK = 100_000_000  # prod(m_t + 1) * T^2 * (L+1) * w over link-aware classes: sigma/sum steps
+MAX_STAGE_WORK = 100_000_000  # prod(m_t + 1) * T * (L+1) over link-aware classes: the states
+# (v, t, j) the sigma/sum steps could keep; at the tau* cap only a thin band of them is kept
 MAX_MATRIX = 60_000_000  # (L+1)^2 x distinct cost rows: the interval-cost matrices in memory
-MAKESPAN_CALLS = 25  # sum-step calls of the makespan branch and bound (measured 10-45)
-
-
-def _longest_stage(problem: Problem) -> int:
-    """w: the most layers one stage can hold on the roomiest device (the DP band width)."""
-    t = problem.tables
-    Pm = np.concatenate(([0.0], np.cumsum(t.memory_gb)))
-    room = float(np.max(t.capacity_gb)) * (1 + 1e-9) + 1e-12
-    ends = np.searchsorted(Pm, Pm + room, side="right") - 1
-    return max(1, int((ends - np.arange(t.L + 1)).max()))
+MAKESPAN_CALLS = 200  # the makespan search caps stages far above tau*, so its bands are wide
 
 
 def work(problem: Problem) -> dict[str, int]:
@@ -50,15 +47,16 @@ def work(problem: Problem) -> dict[str, int]:
         coarse = device_classes(t, links=False)
         fine = device_classes(t, links=True)
         out["tau_lattice"] = lattice_size(coarse)
-        out["stage_work"] = lattice_size(fine) * len(fine) ** 2 * J * _longest_stage(problem)
+        out["fine_lattice"] = lattice_size(fine)
+        out["stage_work"] = out["fine_lattice"] * len(fine) * J
     return out
 
 
 def applies(problem: Problem) -> bool:
     """True when `solve` is exact and affordable: always in fixed order (polynomial) unless the
     cost matrices would not fit MAX_MATRIX; in free order when the (cost, capacity) lattice is
-    <= MAX_TAU_LATTICE and the link-aware sigma/sum work is <= MAX_STAGE_WORK (divided by
-    MAKESPAN_CALLS for the makespan objective, which calls the sum step repeatedly)."""
+    <= MAX_TAU_LATTICE and the link-aware state bound is <= MAX_STAGE_WORK (divided by
+    MAKESPAN_CALLS for the makespan objective, whose sum steps run at loose caps)."""
     try:
         w = work(problem)
     except (ValueError, TypeError):
@@ -80,13 +78,48 @@ def _space(problem: Problem) -> Space:
     return Space(T, fine=fine, coarse=coarse)
 
 
-def solve(problem: Problem) -> Solution:
+def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Solution:
     """The exact optimum of `problem` (issue 4 objectives); raises InputError when the instance is
-    outside `applies` and InfeasibleError when no plan fits the memory limits."""
+    outside `applies` and InfeasibleError when no plan fits the memory limits. Past the time
+    limit (`problem.time_limit_s`, or the caller's `budget`) or on Ctrl-C it returns the best
+    plan found so far with optimal=False and its lower bound (SolverError / KeyboardInterrupt
+    when there is none yet)."""
     if not applies(problem):
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")
+    if budget is None:
+        budget = Budget(problem.time_limit_s)
+    try:
+        return _solve(problem, budget)
+    except (TimeUp, KeyboardInterrupt) as exc:
+        status = "TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED"
+        from partitioner.solvers.bounds import lower_bound
+
+        budget.bound(lower_bound(problem, lp=False))
+        found = budget.best_solution(status)
+        if found is not None:
+            return found
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise SolverError(f"dp: no plan found within the time limit ({problem.time_limit_s} s)") from None
+
+
+def _watch(problem: Problem, space: Space, budget: Budget) -> None:
+    """Let the steps report plans and bounds to the budget and stop at its deadline."""
+    tau_first = problem.objective != "makespan"  # tau* bounds tau_max and sigma_max >= tau_max
+
+    def seen(kind: str, plan: Plan) -> None:
+        if kind == "tau" and tau_first:
+            budget.bound(plan[0])
+        budget.offer(problem, plan[1], plan[2])
+
+    space.check = budget.check
+    space.on_plan = seen
+
+
+def _solve(problem: Problem, budget: Budget) -> Solution:
     start = time.perf_counter()
     space = _space(problem)
+    _watch(problem, space, budget)
 
     def T_of(plan: Plan) -> tuple[float, float]:
         m = evaluate(problem, plan[1], plan[2])
@@ -94,17 +127,21 @@ def solve(problem: Problem) -> Solution:
             return m.T_async, m.tau_max
         return m.T_block, m.sigma_max
 
+    def sigma_of(plan: Plan) -> float:
+        return evaluate(problem, plan[1], plan[2]).sigma_max
+
     if problem.objective == "balanced":
-        plan = balanced(space)
+        plan = balanced(space, sigma_of)
     elif problem.objective == "throughput":
-        plan = throughput(space, problem.regime)
+        plan = throughput(space, problem.regime, sigma_of)
     else:
-        plan = min_makespan(space, problem.regime, int(problem.M), T_of)[0]
+        work_lb = float(problem.tables.cost.min(axis=0).sum()) * (1 - 1e-12)
+        plan = min_makespan(space, problem.regime, int(problem.M), T_of, work_lb)[0]
     if not plan[1]:
         raise InfeasibleError(explain_infeasible(problem.tables))
     metrics = evaluate(problem, plan[1], plan[2])
     key = objective_key(problem, metrics)
-    stats = (("probes", float(space.calls)),)
+    stats: tuple[tuple[str, float], ...] = (("probes", float(space.calls)),)
     if space.fine is not None:
         stats += (("classes", float(space.fine.T)), ("lattice", float(space.fine.coords.shape[0])))
     return Solution(
@@ -116,29 +153,71 @@ def solve(problem: Problem) -> Solution:
 def free_tau(problem: Problem) -> float | None:
     """The exact minimum tau_max in free order by the (cost, capacity) lattice (§3b), or None when
     that lattice exceeds MAX_TAU_LATTICE. inf when no plan fits."""
+    return free_tau_plan(problem)[0]
+
+
+def free_tau_plan(problem: Problem) -> tuple[float | None, tuple[int, ...], tuple[int, ...]]:
+    """(tau*, devices, cuts): a free-order plan attaining the exact minimum tau_max, backtracked
+    from the reachability DP; (None, (), ()) beyond MAX_TAU_LATTICE, (inf, (), ()) if none fits."""
     classes = device_classes(problem.tables, links=False)
     if lattice_size(classes) > MAX_TAU_LATTICE:
-        return None
-    return Space(build_tables(problem.tables), coarse=Lattice.build(classes)).tau()
+        return None, (), ()
+    return Space(build_tables(problem.tables), coarse=Lattice.build(classes)).tau_plan()
 
 
-def hint(problem: Problem) -> Solution:
+def _reraise(found: Solution) -> Solution:
+    """A seed step that stopped early stops the whole solve (Ctrl-C or the time limit)."""
+    if found.status == "INTERRUPTED":
+        raise KeyboardInterrupt
+    if found.status == "TIME_LIMIT":
+        raise TimeUp
+    return found
+
+
+def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     """A good feasible plan for any instance (for CP-SAT's AddHint): `solve` where it applies;
-    otherwise the exact optimum restricted to the listed device order, reported with
-    optimal=False and, as lower bound, the exact free-order tau* when the period comes first and
-    the tau lattice is small, else `bounds.lower_bound` without the LP."""
+    otherwise the better (by `objective_key`) of the exact optimum in the listed device order
+    and, in free order, the tau*-attaining plan of the reachability DP. It is reported with
+    optimal=False and as lower bound the best of `bounds.lower_bound` (fluid LP, memory floor)
+    and the exact free-order tau* (the period itself, or the makespan bound built on it)."""
     if applies(problem):
-        return solve(problem)
-    start = time.perf_counter()
-    fixed = solve(dataclasses.replace(problem, order="fixed"))
-    key = objective_key(problem, evaluate(problem, fixed.devices, fixed.cuts))
-    from partitioner.solvers.bounds import lower_bound
+        return _reraise(solve(problem, budget))
+    from partitioner.solvers.bounds import lower_bound, makespan_bound
 
-    lb = lower_bound(problem, lp=False)
-    if problem.objective == "balanced" or (problem.objective == "throughput" and problem.regime == "async"):
-        tau = free_tau(problem) if problem.order == "free" else None
-        lb = max(lb, tau) if tau is not None else lb
+    start = time.perf_counter()
+    tau = None
+    plans = []
+    if problem.order == "free":
+        tau, devices, cuts = free_tau_plan(problem)
+        if devices:
+            plans.append((devices, cuts))
+            if budget is not None:
+                budget.offer(problem, devices, cuts)
+    listed = Budget(None if budget is None else budget.left(0.0) if budget.deadline else None)
+    period = dataclasses.replace(problem, objective="throughput")
+    if problem.objective == "makespan" and applies(period):  # (period, T) optimum: a T(M) incumbent
+        found = _reraise(solve(period, Budget(listed.left(0.0) if listed.deadline else None)))
+        plans.append((found.devices, found.cuts))
+        if budget is not None:
+            budget.offer(problem, found.devices, found.cuts)
+    fixed = solve(dataclasses.replace(problem, order="fixed"), listed)  # its bounds are not ours
+    if budget is not None:
+        budget.offer(problem, fixed.devices, fixed.cuts)
+    _reraise(fixed)
+    plans.append((fixed.devices, fixed.cuts))
+    lb = lower_bound(problem)
+    best = min(plans, key=lambda pc: objective_key(problem, evaluate(problem, *pc)))
+    key = objective_key(problem, evaluate(problem, *best))
+    if tau is not None and np.isfinite(tau):
+        if problem.objective in ("balanced", "throughput"):
+            lb = max(lb, tau)  # tau_max, or sigma_max >= tau_max >= tau* (blocking throughput)
+        elif problem.objective == "makespan":
+            lb = max(lb, makespan_bound(problem, tau))
+    proven = lex_compare((lb,), key[:1]) == 0 and len(key) == 1
+    if budget is not None:
+        budget.bound(min(lb, key[0]))
+        budget.offer(problem, *best)
     return dataclasses.replace(
-        fixed, optimal=False, objective=key, lower_bound=min(lb, key[0]), status="FEASIBLE",
-        wall_time_s=time.perf_counter() - start,
+        fixed, devices=best[0], cuts=best[1], optimal=proven, objective=key, lower_bound=min(lb, key[0]),
+        status="OPTIMAL" if proven else "FEASIBLE", wall_time_s=time.perf_counter() - start,
     )

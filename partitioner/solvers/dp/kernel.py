@@ -37,7 +37,7 @@ def relax(
     w = Cb.shape[1]
     S = Cb + D[:, None]
     if mode != "max":
-        S = np.where(S <= sigma_cap, Cb, np.inf)
+        S = np.where(sigma_cap >= S, Cb, np.inf)
     src = sources(J, w)
     W = np.empty((n, J))
     A = np.empty((n, J), dtype=np.int64)
@@ -67,17 +67,14 @@ def relax_links(
         a = V.argmin(axis=1)
         v = V[np.arange(J), a]
         W = v[None, :] + Ds
-        return W, np.where(W < np.inf, np.arange(J) - 1 - a, -1)
+        return W, np.where(np.inf > W, np.arange(J) - 1 - a, -1)
     S = Cb[None, :, :] + Ds[:, :, None]
-    if mode == "max":
-        V = np.maximum(Ug[None], S)
-    else:
-        V = Ug[None] + np.where(S <= sigma_cap, Cb[None], np.inf)
+    V = np.maximum(Ug[None], S) if mode == "max" else Ug[None] + np.where(sigma_cap >= S, Cb[None], np.inf)
     a = V.argmin(axis=2)
     W = V.min(axis=2)
     if mode != "max":
         W += Ds
-    return W, np.where(W < np.inf, np.arange(J) - 1 - a, -1)
+    return W, np.where(np.inf > W, np.arange(J) - 1 - a, -1)
 
 
 def finish(U: np.ndarray, Cb: np.ndarray, mode: str, sigma_cap: float) -> tuple[np.ndarray, np.ndarray]:

@@ -8,13 +8,16 @@ C_g(i, j) + d(g, h, j) and final C_g(i, L) for sigma, restricted to [lo, hi].
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from partitioner.solvers.dp.banded import lattice_stages
 from partitioner.solvers.dp.fixed import Plan, fixed_stages, fixed_tau
-from partitioner.solvers.dp.lattice import Lattice, lattice_stages, lattice_tau
-from partitioner.solvers.dp.tables import DPTables
+from partitioner.solvers.dp.lattice import Lattice
+from partitioner.solvers.dp.reach import lattice_tau, tau_plan
+from partitioner.solvers.dp.tables import DPTables, cap
 
 __all__ = ["Space"]
 
@@ -28,13 +31,21 @@ class Space:
     fine: Lattice | None = None
     coarse: Lattice | None = None
     calls: int = 0
+    check: Callable[[], None] | None = None  # raises to stop the search (time limit)
+    on_plan: Callable[[str, Plan], None] | None = None  # sees every plan a step returns
+    _tau: float | None = None
 
     @property
     def free(self) -> bool:
         return self.fine is not None
 
     def tau(self) -> float:
-        """Minimum tau_max (inf when no plan fits)."""
+        """Minimum tau_max (inf when no plan fits); computed once."""
+        if self._tau is None:
+            self._tau = self._tau_step()
+        return self._tau
+
+    def _tau_step(self) -> float:
         if self.coarse is None:
             self.calls += 1
             return fixed_tau(self.tables)[0]
@@ -42,11 +53,35 @@ class Space:
         self.calls += probes
         return value
 
-    def stages(self, mode: str, tau_cap: float, sigma_cap: float) -> Plan:
+    def tau_plan(self) -> Plan:
+        """A plan attaining the minimum tau_max (backtracked from the reachability DP in free
+        order); (inf, (), ()) when nothing fits."""
+        if self.coarse is None:
+            self.calls += 1
+            plan = fixed_tau(self.tables)
+            self._tau = plan[0]
+            return self._seen("tau", plan)
+        tau = self.tau()
+        if not np.isfinite(tau):
+            return float(np.inf), (), ()
         self.calls += 1
+        return self._seen("tau", (tau, *tau_plan(self.tables, self.coarse, cap(tau))))
+
+    def _seen(self, kind: str, plan: Plan) -> Plan:
+        if self.on_plan is not None and plan[1]:
+            self.on_plan(kind, plan)
+        return plan
+
+    def stages(self, mode: str, tau_cap: float, sigma_cap: float, bound: float = float(np.inf)) -> Plan:
+        """The sigma ("max") or sum ("sum") step under the caps; in max mode plans above `bound`
+        (an incumbent's value) may be skipped, which only prunes the free-order search."""
+        self.calls += 1
+        if self.check is not None:
+            self.check()
         if self.fine is None:
-            return fixed_stages(self.tables, mode, tau_cap, sigma_cap)
-        return lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap)
+            return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
+        found = lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
+        return self._seen("stages", found)
 
     def _pairs(self) -> list[tuple[int, int]]:
         """(cost id, link id) of every stage-then-link pair a plan can contain."""

@@ -9,6 +9,7 @@ d(g, h, j) = alpha(g, h) + b[j-1] / beta(g, h) (issue 3), +inf at j = 0 and j = 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -125,8 +126,10 @@ def _delay_vector(t: CostTables, g: int, h: int) -> np.ndarray:
     return D
 
 
+@functools.lru_cache(maxsize=8)
 def build_tables(t: CostTables) -> DPTables:
-    """Deduplicate devices by (cost row, capacity) and links by (alpha, beta); build the arrays."""
+    """Deduplicate devices by (cost row, capacity) and links by (alpha, beta); build the arrays
+    (cached per tables object: every objective and order of one cluster shares them)."""
     check_tables(t)
     G = t.G
     keys: dict[bytes, int] = {}
@@ -156,54 +159,55 @@ def build_tables(t: CostTables) -> DPTables:
 
 
 def device_classes(t: CostTables, links: bool) -> list[list[int]]:
+    """`classes(t, links)` as fresh lists (cached per tables object: applies and solve both ask)."""
+    return [list(c) for c in _classes(t, links)]
+
+
+@functools.lru_cache(maxsize=16)
+def _classes(t: CostTables, links: bool) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(c) for c in classes(t, links))
+
+
+def classes(t: CostTables, links: bool) -> list[list[int]]:
     """Interchangeable devices (algorithms.md §3b): same cost row and capacity and, when `links`,
-    such that the link between two devices depends only on their classes (block-constant
-    alpha/beta off the diagonal). Classes are ordered by their smallest device index."""
+    such that swapping the two leaves the link matrices (alpha, beta) unchanged. "Swapping g and
+    h is a symmetry" is an equivalence relation ((g k) = (g h)(h k)(g h)), and inside its classes
+    every link depends only on the two classes, which is what the count-vector lattice needs. It
+    keeps same-GPU devices of one node together, same-GPU devices on different nodes together when
+    one uniform link joins the nodes, and splits only the classes a per-pair override touches.
+    Classes are ordered by their smallest device index, members in listed order."""
     G = t.G
     base: dict[bytes, int] = {}
     label = np.zeros(G, dtype=np.int64)
     for g in range(G):
         key = np.asarray(t.cost[g], dtype=float).tobytes() + np.float64(t.capacity_gb[g]).tobytes()
         label[g] = base.setdefault(key, len(base))
-    if links:
-        label = _refine_by_links(t, label)
-    groups: dict[int, list[int]] = {}
-    for g in range(G):
-        groups.setdefault(int(label[g]), []).append(g)
-    return sorted(groups.values(), key=lambda grp: grp[0])
-
-
-def _link_pair(t: CostTables, g: int, h: int) -> tuple[float, ...]:
-    return (float(t.latency_s[g, h]), float(t.bandwidth_Bps[g, h]),
-            float(t.latency_s[h, g]), float(t.bandwidth_Bps[h, g]))
-
-
-def _refine_by_links(t: CostTables, label: np.ndarray) -> np.ndarray:
-    """Split classes until every block of the link matrices is constant (singletons always are)."""
-    G = t.G
-    while True:
-        sig: dict[tuple, int] = {}
-        new = np.zeros(G, dtype=np.int64)
+    if not links:
+        groups: dict[int, list[int]] = {}
         for g in range(G):
-            row = tuple(sorted({(int(label[h]), _link_pair(t, g, h)) for h in range(G) if h != g}))
-            new[g] = sig.setdefault((int(label[g]), row), len(sig))
-        stable = len(set(new.tolist())) == len(set(label.tolist()))
-        label = new
-        if stable:
-            break
-    blocks: dict[tuple[int, int], set[tuple[float, ...]]] = {}
+            groups.setdefault(int(label[g]), []).append(g)
+        return sorted(groups.values(), key=lambda grp: grp[0])
+    lat = np.array(t.latency_s, dtype=float)
+    bw = np.array(t.bandwidth_Bps, dtype=float)
+    np.fill_diagonal(lat, 0.0)
+    np.fill_diagonal(bw, 0.0)
+    classes: list[list[int]] = []
     for g in range(G):
-        for h in range(G):
-            if g != h:
-                blocks.setdefault((int(label[g]), int(label[h])), set()).add(_link_pair(t, g, h))
-    broken = {a for (a, b), vals in blocks.items() if len(vals) > 1} | {
-        b for (a, b), vals in blocks.items() if len(vals) > 1}
-    if not broken:
-        return label
-    out = label.copy()
-    nxt = int(label.max()) + 1
-    for g in range(G):
-        if int(label[g]) in broken:
-            out[g] = nxt
-            nxt += 1
-    return _refine_by_links(t, out)
+        home = next((c for c in classes if label[c[0]] == label[g] and _swappable(lat, bw, c[0], g)), None)
+        if home is None:
+            classes.append([g])
+        else:
+            home.append(g)
+    return classes
+
+
+def _swappable(lat: np.ndarray, bw: np.ndarray, g: int, h: int) -> bool:
+    """True when the transposition (g h) maps both link matrices (zero diagonal) onto themselves."""
+    others = np.ones(lat.shape[0], dtype=bool)
+    others[[g, h]] = False
+    for a in (lat, bw):
+        if a[g, h] != a[h, g]:
+            return False
+        if not (np.array_equal(a[g, others], a[h, others]) and np.array_equal(a[others, g], a[others, h])):
+            return False
+    return True

@@ -1,0 +1,80 @@
+"""One wall-clock budget and one incumbent for a whole solve (every phase of dp and cpsat).
+
+`Budget(limit_s, progress)` starts the clock. Solver phases call `check()` between steps (it
+raises `TimeUp` past the deadline), `offer(problem, devices, cuts)` for every plan they find,
+and `bound(value)` for every valid lower bound on the first objective component. When time
+runs out or the user presses Ctrl-C, `best_solution` turns what is known into a `Solution`:
+the best plan so far, optimal=False, its lower bound and gap. Progress: `progress(incumbent,
+bound, elapsed)` is called for each improving plan once a solve has run for `QUIET_S`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from partitioner.problem import Problem, Solution, evaluate, lex_compare, objective_key
+
+__all__ = ["Budget", "TimeUp", "ProgressFn", "QUIET_S"]
+
+ProgressFn = Callable[[float, float, float], None]
+QUIET_S = 1.0  # solves shorter than this print nothing
+
+
+class TimeUp(Exception):
+    """The budget's deadline passed (internal: callers turn it into the best plan so far)."""
+
+
+class Budget:
+    def __init__(self, limit_s: float | None, progress: ProgressFn | None = None) -> None:
+        self.start = time.perf_counter()
+        self.deadline = None if limit_s is None else self.start + float(limit_s)
+        self.progress = progress
+        self.best: tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...]] | None = None
+        self.lower = 0.0
+        self.solver = "dp"
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def left(self, default_s: float) -> float:
+        """Seconds left (default_s from now when the budget has no deadline)."""
+        if self.deadline is None:
+            return default_s
+        return max(self.deadline - time.perf_counter(), 0.0)
+
+    def check(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise TimeUp
+
+    def bound(self, value: float) -> None:
+        if not math.isnan(value) and value > self.lower:
+            self.lower = float(value)
+
+    def offer(self, problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> None:
+        if not devices:
+            return
+        m = evaluate(problem, tuple(devices), tuple(cuts))
+        if not m.fits:
+            return
+        key = objective_key(problem, m)
+        if self.best is None or lex_compare(key, self.best[0]) < 0:
+            self.best = (key, tuple(devices), tuple(cuts))
+            self.report(key[0])
+
+    def report(self, incumbent: float) -> None:
+        if self.progress is not None and self.elapsed() >= QUIET_S:
+            self.progress(incumbent, min(self.lower, incumbent), self.elapsed())
+
+    def best_solution(self, status: str) -> Solution | None:
+        """The best plan so far as a non-optimal Solution (None when there is none)."""
+        if self.best is None:
+            return None
+        key, devices, cuts = self.best
+        lb = min(self.lower, key[0])
+        proven = len(key) == 1 and lex_compare((lb,), key[:1]) == 0
+        return Solution(
+            devices=devices, cuts=cuts, solver=self.solver, optimal=proven, objective=key, lower_bound=lb,
+            status="OPTIMAL" if proven else status, wall_time_s=self.elapsed(),
+        )
