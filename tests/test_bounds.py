@@ -6,10 +6,10 @@ import itertools
 
 import numpy as np
 import pytest
+from dp_instances import small_tables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dp_instances import small_tables
 from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables, Problem
 from partitioner.solvers import bounds, dp

@@ -1,4 +1,4 @@
-"""Lower bounds on the optimum, for reporting a gap (algorithms.md §4).
+"""Lower bounds on the optimum, for reporting a gap (docs/algorithms.md §4).
 
     tau* >= max_l min_{g: m[l] <= C_g} c[g][l]                       (every layer runs somewhere)
     S    >= fewest devices whose memory can hold the model           (memory floor on stage count)

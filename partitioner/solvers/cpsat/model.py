@@ -1,6 +1,6 @@
 """The CP-SAT model of the planning problem, in labelled steps (style rule 10).
 
-Layer-based formulation (algorithms.md §5), indexed by device rather than by stage slot:
+Layer-based formulation (docs/algorithms.md §5), indexed by device rather than by stage slot:
 
     w[l][g]      layer l runs on device g            (exactly one g per layer)
     start[l][g]  g's stage begins at l  = w[l][g] and not w[l-1][g]

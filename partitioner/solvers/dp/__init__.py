@@ -1,4 +1,4 @@
-"""`dp`: the exact dynamic-programming solver (issue 4; algorithms.md §3).
+"""`dp`: the exact dynamic-programming solver (issue 4; docs/algorithms.md §3).
 
 Steps: the period tau* (§3a fixed order, §3b free order over device classes with bisection,
 and a plan attaining it backtracked from the reachability DP), the lexicographic sigma step

@@ -2,7 +2,7 @@
 
 State (v, t, j): the devices used so far are the count vector v, the last of them is of class
 t and its stage starts at layer j. Transition to (v + e_u, u, j') through a stage [j, j') on
-class t and the link (t, u) cut after layer j' - 1 (algorithms.md §3c):
+class t and the link (t, u) cut after layer j' - 1 (docs/algorithms.md §3c):
 
     max mode (sigma step):  U' = max(U, C_t(j, j') + d(t, u, j'))
     sum mode (T step):      U' = U + C_t(j, j') + d(t, u, j'),  only if C + d <= sigma_cap

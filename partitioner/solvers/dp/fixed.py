@@ -1,8 +1,8 @@
 """Fixed device order (devices used as a subsequence of the listed order), exact and polynomial.
 
-tau step (algorithms.md §3a, Hansen-Lih recurrence with skips):
+tau step (docs/algorithms.md §3a, Hansen-Lih recurrence with skips):
     f_k[j] = min(f_{k-1}[j], min_i max(f_{k-1}[i], C_k(i, j))),  f_{-1} = [0, inf, ...]
-sigma / sum steps (algorithms.md §3c, §3d): state U_k[i] = "device k starts a stage at layer i",
+sigma / sum steps (docs/algorithms.md §3c, §3d): state U_k[i] = "device k starts a stage at layer i",
     U_u[j] <- min_i max(U_k[i], C_k(i, j) + d(k, u, j))   (max mode)
     U_u[j] <- min_i U_k[i] + C_k(i, j) + d(k, u, j)        (sum mode, sigma capped)
 for every u > k, grouped by identical link (alpha, beta) from k.

@@ -1,4 +1,4 @@
-"""The one vectorised relaxation shared by every stage DP (algorithms.md §3c, §3d).
+"""The one vectorised relaxation shared by every stage DP (docs/algorithms.md §3c, §3d).
 
 A stage on device (class) t that starts at layer i with accumulated value U[i] ends at j; the
 next stage starts at j. In "max" mode the value is the largest sigma so far (the sigma step,

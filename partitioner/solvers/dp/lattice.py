@@ -1,4 +1,4 @@
-"""Free device order over equivalence classes: the count-vector lattice (algorithms.md §3b, §3c).
+"""Free device order over equivalence classes: the count-vector lattice (docs/algorithms.md §3b, §3c).
 
 Devices of one class are interchangeable, so a partial plan is summarised by its count vector
 v <= m (how many devices of each class it uses); the level |v| is the stage index.

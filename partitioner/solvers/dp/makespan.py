@@ -1,4 +1,4 @@
-"""Exact minimum T(M) by branch and bound over the bottleneck value (algorithms.md §3d).
+"""Exact minimum T(M) by branch and bound over the bottleneck value (docs/algorithms.md §3d).
 
 T* = min_t [(M-1) t + g(t)], g(t) = min sum_s sigma_s subject to every stage's bottleneck
 quantity <= t: tau_s for async (Thm 2: T = (M-1) tau_max + sum tau + sum d), sigma_s for

@@ -1,4 +1,4 @@
-"""Reachability over the count-vector lattice under a stage bound B (algorithms.md §3b).
+"""Reachability over the count-vector lattice under a stage bound B (docs/algorithms.md §3b).
 
 A stage of class t may hold [i, j) when C_t(i, j) <= B (memory included: C is +inf where the
 layers do not fit). Because such intervals are closed under shrinking from either end (costs

@@ -2,7 +2,7 @@
 
 `Space.tau()` is the tau step, `Space.stages(mode, tau_cap, sigma_cap)` the sigma ("max") and
 sum ("sum") steps, and `Space.values(kind, lo, hi)` the candidate bottleneck values of the
-makespan step (algorithms.md §3d): every interval sum C_g(i, j) for tau, every
+makespan step (docs/algorithms.md §3d): every interval sum C_g(i, j) for tau, every
 C_g(i, j) + d(g, h, j) and final C_g(i, L) for sigma, restricted to [lo, hi].
 """
 

@@ -1,6 +1,6 @@
 """Arrays every DP step reads: interval costs, memory fit, link delays, device classes.
 
-Notation (algorithms.md "Notation", issue 4): P_g is the prefix sum of c[g][.], so the compute
+Notation (docs/algorithms.md "Notation", issue 4): P_g is the prefix sum of c[g][.], so the compute
 time of stage [i, j) on device g is C_g(i, j) = P_g[j] - P_g[i], set to +inf when the layers do
 not fit in C_g's memory (`problem.stage_memory` semantics, tied embeddings included) or j <= i.
 The delay of a cut at position j (after layer j-1) from g to h is
@@ -169,7 +169,7 @@ def _classes(t: CostTables, links: bool) -> tuple[tuple[int, ...], ...]:
 
 
 def classes(t: CostTables, links: bool) -> list[list[int]]:
-    """Interchangeable devices (algorithms.md §3b): same cost row and capacity and, when `links`,
+    """Interchangeable devices (docs/algorithms.md §3b): same cost row and capacity and, when `links`,
     such that swapping the two leaves the link matrices (alpha, beta) unchanged. "Swapping g and
     h is a symmetry" is an equivalence relation ((g k) = (g h)(h k)(g h)), and inside its classes
     every link depends only on the two classes, which is what the count-vector lattice needs. It
