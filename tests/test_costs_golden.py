@@ -124,3 +124,30 @@ def test_efficiency_overrides_inline():
     assert gpu.efficiency() == (catalog.gpu_defaults()["eta_compute"]["inference"], 0.5, 0.0)  # T4: inference class
     assert gpu.bandwidth_gb_s == 320 and gpu.name == "Tesla T4"
     assert np.isfinite(Hardware.of(gpu).F)
+
+
+def test_embedding_and_head_stay_16_bit_in_engine_quantised_checkpoints() -> None:
+    """fp8 / int8 / int4 quantise linear layers only (vLLM Fp8Config.get_quant_method): the V·h
+    embedding and LM head keep 2 bytes per weight; a GGUF bits-per-weight applies to every tensor."""
+    from types import SimpleNamespace
+
+    from partitioner.costs import memory
+    from partitioner.costs.roofline import Work
+
+    def work(weights: object) -> Work:
+        return Work.of(SimpleNamespace(weights=weights, kv_cache="bf16", activations="bf16", phase="decode",
+                                       batch=1, prompt_tokens=1, context=1, in_flight=1))
+
+    for name in ("fp8", "int8", "int4"):
+        assert work(name).b_e == 2.0 and work(name).b_w < 2.0
+    assert work("bf16").b_e == 2.0 and work(4.85).b_e == work(4.85).b_w == 4.85 / 8
+    arch = SimpleNamespace(num_hidden_layers=1, hidden_size=1000, intermediate_size=4000, num_attention_heads=10,
+                           kv_heads=10, d_head=100, vocab_size=50_000, tie_word_embeddings=False,
+                           attention_bias=False, num_local_experts=None, num_experts_per_tok=None,
+                           moe_intermediate_size=None)
+    from partitioner.costs.roofline import Shape
+
+    s = Shape.of(arch)
+    w8, w16 = work("fp8"), work("bf16")
+    assert memory.embed_memory_gb(s, w8) == memory.embed_memory_gb(s, w16)  # the table: 2 bytes either way
+    assert memory.decoder_memory_gb(s, w8) < memory.decoder_memory_gb(s, w16)  # the linear layers: 1 byte

@@ -31,15 +31,15 @@ def decoder_memory_gb(s: Shape, w: Work) -> float:
 
 
 def embed_memory_gb(s: Shape, w: Work) -> float:
-    """The embedding table b_w·V·h plus the workspace of its output."""
-    return w.b_w * embed_params(s) / GB + workspace_gb(s, w)
+    """The embedding table b_e·V·h plus the workspace of its output (b_e: roofline.Work.b_e)."""
+    return w.b_e * embed_params(s) / GB + workspace_gb(s, w)
 
 
 def head_memory_gb(s: Shape, w: Work) -> float:
     """LM head (V·h + final norm; tied: the copy of the embedding) plus B·V logits."""
-    return (w.b_w * head_params(s) + w.B * s.V * w.b_a) / GB
+    return (w.b_e * head_params(s) + w.B * s.V * w.b_a) / GB
 
 
 def tied_gb(s: Shape, w: Work) -> float:
     """GB saved when embedding and a tied LM head share a device: one V·h copy (0 if untied)."""
-    return w.b_w * embed_params(s) / GB if s.tie else 0.0
+    return w.b_e * embed_params(s) / GB if s.tie else 0.0

@@ -93,15 +93,30 @@ class Work:
     S: int
     C: int
     in_flight: int = 1
+    b_ends: float | None = None  # bytes per embedding / LM-head weight; None: b_w
 
     @classmethod
     def of(cls, workload: Any) -> Work:
-        """From a `partitioner.models.Workload` (duck-typed)."""
+        """From a `partitioner.models.Workload` (duck-typed). The embedding and LM head stay 16-bit
+        in fp8 / int8 / int4 checkpoints: vLLM's quantisation methods quantise Linear layers only
+        and skip the LM head (vllm/model_executor/layers/quantization/fp8.py `Fp8Config`,
+        `Fp8Config.get_quant_method` returns a quantised method for LinearBase, FusedMoE and
+        Attention only, so VocabParallelEmbedding and ParallelLMHead stay in the checkpoint's 16-bit
+        dtype; AWQ/GPTQ likewise quantise linear layers), so Llama-3-70B-FP8 keeps 2 x 2.1 GB there.
+        A number of bits per weight (a GGUF file) applies to every tensor as given."""
+        weights = workload.weights
+        b_w = precision_bytes(weights)
+        ends = 2.0 if weights in ("fp8", "int8", "int4") else None
         return cls(
-            b_w=precision_bytes(workload.weights), b_kv=precision_bytes(workload.kv_cache),
+            b_w=b_w, b_kv=precision_bytes(workload.kv_cache),
             b_a=precision_bytes(workload.activations), phase=workload.phase, B=workload.batch,
-            S=workload.prompt_tokens, C=workload.context, in_flight=workload.in_flight,
+            S=workload.prompt_tokens, C=workload.context, in_flight=workload.in_flight, b_ends=ends,
         )
+
+    @property
+    def b_e(self) -> float:
+        """Bytes per weight of the embedding table and the LM head."""
+        return self.b_w if self.b_ends is None else self.b_ends
 
     @property
     def T(self) -> int:
@@ -212,8 +227,8 @@ def embed_flops(s: Shape, w: Work) -> float:
 
 
 def embed_bytes(s: Shape, w: Work) -> float:
-    """T rows of the table read (b_w) and written as activations (b_a)."""
-    return w.T * s.h * (w.b_w + w.b_a)
+    """T rows of the table read (b_e) and written as activations (b_a)."""
+    return w.T * s.h * (w.b_e + w.b_a)
 
 
 def head_flops(s: Shape, w: Work) -> float:
@@ -223,7 +238,7 @@ def head_flops(s: Shape, w: Work) -> float:
 
 def head_bytes(s: Shape, w: Work) -> float:
     """The LM head and final norm read once per step, plus the B·V logits written."""
-    return w.b_w * head_params(s) + w.B * s.V * w.b_a
+    return w.b_e * head_params(s) + w.B * s.V * w.b_a
 
 
 def cut_bytes(s: Shape, w: Work) -> float:
