@@ -106,7 +106,7 @@ def test_export_bad_inputs(tmp_path: Path) -> None:
 
 
 def two_host_plan(tmp_path: Path, gpu: str = "rtx-3090", feasible: bool = True) -> Path:
-    from tests.test_export_launch import plan_of
+    from test_export_launch import plan_of
 
     doc = plan_of([("a0", "A"), ("b0", "B")], gpus={"a0": "rtx-3090", "b0": gpu}, hosts={"A": "10.0.0.1", "B": "10.0.0.2"})
     doc["feasible"] = feasible

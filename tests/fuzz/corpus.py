@@ -2,9 +2,8 @@
 
 Each entry: (id, Case). Paths starting with ``@`` are made in the run's directory by the harness
 (``@fifo``, ``@loop``, ``@dir``, ``@missing``); a file whose content is ``"@real"`` gets a real
-plan JSON (`grammar.real_plan_json`). `OTHER_BRANCHES` lists reproducers whose fix
-belongs to another part of the project (export argument validation); they run as non-strict
-xfail until that lands.
+plan JSON (`grammar.real_plan_json`). `OTHER_BRANCHES` lists the reproducers whose fix
+lives in another part of the project (the export's argument validation); they must pass too.
 """
 
 from __future__ import annotations

@@ -44,7 +44,6 @@ def test_reproducer_fails_cleanly(name, case, tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("name", "case"), OTHER_BRANCHES, ids=[n for n, _ in OTHER_BRANCHES])
-@pytest.mark.xfail(strict=False, reason="fixed by the export argument validation of the same hardening pass")
 def test_reproducer_of_export_validation(name, case, tmp_path) -> None:
     outcome = harness.run_case(_real(case), tmp_path)
     assert harness.problems(outcome) == [] and outcome.exit_code in (2, 3, 4), outcome.stderr
