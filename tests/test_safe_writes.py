@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -48,9 +49,21 @@ def test_json_marker_is_the_exact_format_field(tmp_path) -> None:
     out.write_text('{"note": "partitioner.plan/1"}\n')
     with pytest.raises(InputError, match="not written by partitioner"):
         safe_write(out, '{"format": "partitioner.plan/1"}\n', marker="partitioner.plan/1")
-    out.write_text('{"format": "partitioner.plan/1", "x": 1}\n')
+    out.write_text('{"format": "partitioner.plan/1", "x": 1}\n')  # ours, from before checksums: replaced
     safe_write(out, '{"format": "partitioner.plan/1"}\n', marker="partitioner.plan/1")
-    assert out.read_text() == '{"format": "partitioner.plan/1"}\n'  # JSON: no header line added
+    data = json.loads(out.read_text())  # JSON: no header line; the checksum is a last key
+    assert list(data) == ["format", "sha256"] and len(data["sha256"]) == 64
+
+
+def test_hand_edited_json_needs_force(tmp_path) -> None:
+    out = safe_write(tmp_path / "p.json", '{"format": "partitioner.plan/1", "M": 8}\n', marker="partitioner.plan/1")
+    safe_write(out, '{"format": "partitioner.plan/1", "M": 9}\n', marker="partitioner.plan/1")  # unedited: replaced
+    out.write_text(out.read_text().replace('"M": 9', '"M": 10'))
+    with pytest.raises(InputError, match=r"was edited since partitioner wrote it.*--force"):
+        safe_write(out, '{"format": "partitioner.plan/1", "M": 1}\n', marker="partitioner.plan/1")
+    assert json.loads(out.read_text())["M"] == 10
+    safe_write(out, '{"format": "partitioner.plan/1", "M": 1}\n', marker="partitioner.plan/1", force=True)
+    assert json.loads(out.read_text())["M"] == 1
 
 
 def test_html_header_follows_the_doctype() -> None:

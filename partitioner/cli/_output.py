@@ -91,12 +91,42 @@ def _digest(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
+JSON_CHECKSUM = "sha256"  # the key a JSON output carries its checksum in (JSON has no comments)
+
+
+def _json_digest(data: dict[str, object]) -> str:
+    """Checksum of a JSON document's content (canonical form, without its checksum key)."""
+    import json
+
+    body = {k: v for k, v in data.items() if k != JSON_CHECKSUM}
+    return _digest(json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False))
+
+
+def _json_with_checksum(text: str) -> str:
+    """A JSON object's text with a last key `sha256` holding `_json_digest` (2-space indent, as
+    every partitioner JSON output); other JSON text unchanged."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(data, dict):
+        return text
+    data.pop(JSON_CHECKSUM, None)
+    data[JSON_CHECKSUM] = _json_digest(data)
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+
 def with_header(path: str | Path, text: str, marker: str) -> str:
     """`text` as written to `path`: its first line made (or kept as) the header of `marker`, with the
-    checksum of the rest appended. JSON text is returned unchanged."""
+    checksum of the rest appended. JSON (no comments) carries the marker as its `format` field and
+    the checksum of its content as a last `sha256` key."""
     syntax = header_syntax(path)
-    if syntax is None or not marker:
+    if not marker:
         return text
+    if syntax is None:
+        return _json_with_checksum(text)
     opening, closing = syntax
     preamble, text = _split_preamble(text)
     first, newline, rest = text.partition("\n")
@@ -147,7 +177,7 @@ def _existing_verdict(out: Path, marker: str, force: bool) -> None:
         with open(out, "rb") as fh:
             if syntax is None:
                 raw = fh.read(limit("MAX_INPUT_BYTES") + 1)
-                _check_json_format(out, raw, marker, foreign)
+                _check_json_format(out, raw, marker, foreign, force)
                 return
             first = fh.readline(_HEADER_READ).decode("utf-8", errors="replace").rstrip("\r\n")
             if (first[:9].upper() == "<!DOCTYPE" and syntax[0] == "<!-- ") or (first.startswith("#!") and syntax[0] == "# "):
@@ -165,7 +195,9 @@ def _existing_verdict(out: Path, marker: str, force: bool) -> None:
                          "pass --force to replace it, or choose another path")
 
 
-def _check_json_format(out: Path, raw: bytes, marker: str, foreign: InputError) -> None:
+def _check_json_format(out: Path, raw: bytes, marker: str, foreign: InputError, force: bool) -> None:
+    """A JSON output is ours when its `format` field is exactly `marker`; hand-edited when its
+    `sha256` key differs from the checksum of its content (a file without that key predates it)."""
     import json
 
     try:
@@ -174,6 +206,12 @@ def _check_json_format(out: Path, raw: bytes, marker: str, foreign: InputError) 
         raise foreign from None
     if not isinstance(data, dict) or data.get("format") != marker:
         raise foreign
+    stored = data.get(JSON_CHECKSUM)
+    if force or stored is None:
+        return
+    if stored != _json_digest(data):
+        raise InputError(f"{out}: was edited since partitioner wrote it (its checksum differs); "
+                         "pass --force to replace it, or choose another path")
 
 
 def check_writable(path: str | Path, *, inputs: Iterable[str | Path] = (), marker: str = "",
