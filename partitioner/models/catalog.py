@@ -23,7 +23,8 @@ _SINGULAR = {"gpus": "GPU", "links": "link", "models": "model", "engines": "engi
 @cache
 def _load(kind: str) -> dict[str, Any]:
     text = resources.files("partitioner.models").joinpath("presets", f"{kind}.yaml").read_text()
-    data: dict[str, Any] = yaml.safe_load(text)
+    # the shipped presets are trusted files: libyaml's safe loader where it is built (5x faster)
+    data: dict[str, Any] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return data
 
 
