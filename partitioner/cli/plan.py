@@ -104,8 +104,9 @@ def plan(
         from partitioner.cli._output import safe_write
 
         safe_write(out, result.to_json(), inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
-    if as_json and out != "-":  # `--out -` already printed it
-        click.echo(result.to_json(), nl=False)
+    if as_json:
+        if out != "-":  # `--out -` already printed it
+            click.echo(result.to_json(), nl=False)
     elif export is None:
         from partitioner.cli._plan_view import render_plan
 
