@@ -17,6 +17,8 @@ search (`banded`). Each pass costs O(|lattice| * T); `tau_plan` backtracks R int
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from partitioner.solvers.dp.lattice import Lattice
@@ -31,34 +33,29 @@ def _class_matrix(T: DPTables, lat: Lattice, t: int) -> np.ndarray:
     return T.C[int(T.cost_id[lat.classes[t][0]])]
 
 
-def next_far(T: DPTables, lat: Lattice, B: float) -> np.ndarray:
-    """next_t[j]: the farthest end of a stage of class t from j with C_t(j, .) <= B (j if none)."""
-    J = T.L + 1
-    cols = np.arange(J)
-    out = np.zeros((lat.T, J), dtype=np.int64)
+def _per_class(T: DPTables, lat: Lattice, B: float, reach: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """reach(C_t <= B) for every class t, computed once per distinct cost row."""
+    out = np.zeros((lat.T, T.L + 1), dtype=np.int64)
     cache: dict[int, np.ndarray] = {}
     for t in range(lat.T):
         c = int(T.cost_id[lat.classes[t][0]])
         if c not in cache:
-            ok = _class_matrix(T, lat, t) <= B
-            cache[c] = np.maximum(np.where(ok, cols[None, :], -1).max(axis=1), cols)
+            cache[c] = reach(_class_matrix(T, lat, t) <= B)
         out[t] = cache[c]
     return out
+
+
+def next_far(T: DPTables, lat: Lattice, B: float) -> np.ndarray:
+    """next_t[j]: the farthest end of a stage of class t from j with C_t(j, .) <= B (j if none)."""
+    cols = np.arange(T.L + 1)
+    return _per_class(T, lat, B, lambda ok: np.maximum(np.where(ok, cols[None, :], -1).max(axis=1), cols))
 
 
 def prev_far(T: DPTables, lat: Lattice, B: float) -> np.ndarray:
     """prev_t[j]: the earliest start of a stage of class t that ends at j with C_t(., j) <= B (j if none)."""
     J = T.L + 1
     rows = np.arange(J)
-    out = np.zeros((lat.T, J), dtype=np.int64)
-    cache: dict[int, np.ndarray] = {}
-    for t in range(lat.T):
-        c = int(T.cost_id[lat.classes[t][0]])
-        if c not in cache:
-            ok = _class_matrix(T, lat, t) <= B
-            cache[c] = np.minimum(np.where(ok, rows[:, None], J).min(axis=0), rows)
-        out[t] = cache[c]
-    return out
+    return _per_class(T, lat, B, lambda ok: np.minimum(np.where(ok, rows[:, None], J).min(axis=0), rows))
 
 
 def forward(lat: Lattice, nxt: np.ndarray, L: int, early: bool = False) -> tuple[bool, np.ndarray]:
