@@ -17,7 +17,8 @@ from typing import Any
 from partitioner.problem import CostTables, Problem
 from partitioner.result import Plan
 
-__all__ = ["plan", "build_problem", "tables_for", "solve_problem", "serve_plan", "load_inputs", "with_metadata"]
+__all__ = ["plan", "build_problem", "tables_for", "solve_problem", "serve_plan", "load_inputs", "with_metadata",
+           "wants_deployment"]
 
 Progress = Callable[[float, float, float], None]
 
@@ -115,7 +116,7 @@ def plan(
     `InputError` for bad arguments; all are `PartitionerError`s.
     """
     model, cluster = load_inputs(model, cluster)
-    if replicas != 1 or tp not in (None, "off") or (tp is None and getattr(cluster, "tp", None) is not None):
+    if wants_deployment(replicas, tp, cluster):
         from partitioner.deploy.plan import plan_deployment
 
         return plan_deployment(model, cluster, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
@@ -202,6 +203,13 @@ def serve_plan(
         lower_bound=min(top, 1.0 / result.upper_bound), wall_time_s=result.wall_time_s,
         status=out.status if not result.notes else "TIME_LIMIT",
     )
+
+
+def wants_deployment(replicas: int | str, tp: str | None, cluster: Any) -> bool:
+    """Whether a request goes to partitioner.deploy: several pipelines, TP groups asked for, or
+    (tp unset) a cluster.yaml with `tp:`; else the single pipeline of one GPU per stage."""
+    one = str(replicas).strip() == "1"
+    return not one or tp not in (None, "off") or (tp is None and getattr(cluster, "tp", None) is not None)
 
 
 def load_inputs(model: Any, cluster: Any) -> tuple[Any, Any]:

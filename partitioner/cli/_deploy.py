@@ -16,10 +16,11 @@ from partitioner.cli._output import fmt_time
 __all__ = ["run_deploy", "render_deployment"]
 
 
-def run_deploy(model_file: str, cluster_file: str, *, replicas: str, tp: str | None, M: int, regime: str,
-               objective: str, solver: str, order: str | None, time_limit: float | None, as_json: bool,
-               out: str | None, export: str | None = None) -> None:
-    """Plan, print (table or JSON) and optionally write the result."""
+def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: str, tp: str | None, M: int,
+               regime: str, objective: str, solver: str, order: str | None, time_limit: float | None,
+               as_json: bool, out: str | None, export: str | None = None) -> None:
+    """Plan the loaded `model` on `cluster` (read from the files `inputs`), print (table or JSON)
+    and optionally write the result."""
     from partitioner.deploy.plan import parse_replicas, plan_deployment
     from partitioner.errors import InputError
 
@@ -28,7 +29,7 @@ def run_deploy(model_file: str, cluster_file: str, *, replicas: str, tp: str | N
         raise InputError(f"--export {export} takes one pipeline; with --replicas use --json (one launch per "
                          "replica is not exported yet)")
     with _progress(enabled=count != 1) as progress:
-        result = plan_deployment(model_file, cluster_file, replicas=count, tp=tp, M=M, regime=regime,
+        result = plan_deployment(model, cluster, replicas=count, tp=tp, M=M, regime=regime,
                                  objective=objective, solver=solver, order=order, time_limit_s=time_limit,
                                  progress=progress)
     if out:
@@ -37,7 +38,7 @@ def run_deploy(model_file: str, cluster_file: str, *, replicas: str, tp: str | N
         from partitioner.result import PLAN_FORMAT
 
         marker = PLAN_FORMAT if count == 1 else DEPLOYMENT_FORMAT
-        safe_write(out, result.to_json(), inputs=(model_file, cluster_file), marker=marker)
+        safe_write(out, result.to_json(), inputs=inputs, marker=marker)
     if as_json:
         click.echo(result.to_json(), nl=False)
     elif export:

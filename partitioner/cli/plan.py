@@ -66,13 +66,16 @@ def plan(
     tp: str | None = None,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
-    if replicas.strip() != "1" or tp not in (None, "off") or (tp is None and _cluster_has_tp(cluster_file)):
+    from partitioner.api import build_problem, load_inputs, solve_problem, wants_deployment, with_metadata
+    from partitioner.result import PLAN_FORMAT
+
+    model, cluster = load_inputs(model_file, cluster_file)
+    if wants_deployment(replicas, tp, cluster):
         from partitioner.cli._deploy import run_deploy
 
-        return run_deploy(model_file, cluster_file, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
-                          solver=solver, order=order, time_limit=time_limit, as_json=as_json, out=out, export=export)
-    from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
-    from partitioner.result import PLAN_FORMAT
+        return run_deploy(model, cluster, inputs=(model_file, cluster_file), replicas=replicas, tp=tp, M=M,
+                          regime=regime, objective=objective, solver=solver, order=order, time_limit=time_limit,
+                          as_json=as_json, out=out, export=export)
 
     _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
     if out:  # refuse an unwritable --out before solving, not after
@@ -80,12 +83,6 @@ def plan(
 
         check_writable(out, inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
     engine = engine or (export if export in ENGINES else None)
-    model, cluster = load_inputs(model_file, cluster_file)
-    problem = build_problem(
-        model, cluster, M=M, regime=regime,
-        objective="throughput" if objective == "serve" else objective, order=order, time_limit_s=time_limit,
-        engine=engine,
-    )
     if objective == "serve":
         from partitioner.api import serve_plan
 
@@ -96,6 +93,8 @@ def plan(
             click.echo(f"note: --objective serve costs with --engine {engine} but does not restrict the device "
                        "order to the ones it can launch", err=True)
     else:
+        problem = build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
+                                time_limit_s=time_limit, engine=engine)
         _engine_notes(problem, solver, engine)
         progress = None if as_json else _progress_printer()
         result = solve_problem(problem, solver, progress, engine=engine, cluster=cluster)
@@ -118,12 +117,6 @@ def plan(
         render_plan(result, even)
     if export:
         _print_export(result, export)
-
-
-def _cluster_has_tp(cluster_file: str) -> bool:
-    from partitioner.models import load_cluster
-
-    return load_cluster(cluster_file).tp is not None
 
 
 def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None) -> None:
