@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from partitioner.problem import CostTables, Problem
+from partitioner.registry import EXACT_CHOICES
 from partitioner.result import Plan
 
 __all__ = ["plan", "build_problem", "tables_for", "solve_problem", "serve_plan", "load_inputs", "with_metadata",
@@ -72,7 +73,7 @@ def solve_problem(
     (partitioner.solvers.engine_order; node addresses from `cluster`)."""
     from partitioner import solvers
 
-    if engine not in (None, "generic") and solver in ("auto", "dp", "cpsat", "brute"):
+    if engine not in (None, "generic") and solver in EXACT_CHOICES:
         from partitioner.solvers import engine_order
 
         address = {}
@@ -105,7 +106,7 @@ def plan(
     replicas: int | str = 1,
     tp: str | None = None,
 ) -> Any:
-    """Plan which GPUs, in what order, hold which layers (issue 4).
+    """Plan which GPUs, in what order, hold which layers (docs/algorithms.md).
 
     `objective="serve"` also chooses the batch and the micro-batches in flight that maximise
     decode tokens/s under `tpot_ms`, `ttft_ms` and `max_batch` (`serve_plan`).

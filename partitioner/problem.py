@@ -4,7 +4,7 @@ This module is the contract between the cost model (`partitioner.costs`), which 
 `CostTables`, and the solvers (`partitioner.solvers`), which read a `Problem` and return a
 `Solution`. Everything here is pure: numpy arrays and frozen dataclasses, no I/O.
 
-Notation (issue 4, docs/algorithms.md): layers 0..L-1, devices g = 0..G-1.
+Notation (docs/algorithms.md): layers 0..L-1, devices g = 0..G-1.
 A plan is a sequence of distinct devices g_0..g_{S-1} and cut points
 0 = e_0 < e_1 < ... < e_S = L; stage s holds layers [e_s, e_{s+1}) on g_s.
 
@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 
 from partitioner.errors import InputError
+from partitioner.registry import OBJECTIVES, ORDERS, REGIMES
 
 __all__ = [
     "CostTables",
@@ -46,17 +47,15 @@ __all__ = [
 Regime = Literal["async", "blocking"]
 Objective = Literal["balanced", "throughput", "makespan", "serve"]
 Order = Literal["free", "fixed"]
-REGIMES: tuple[str, ...] = ("async", "blocking")
-OBJECTIVES: tuple[str, ...] = ("balanced", "throughput", "makespan", "serve")
-# "serve" is an outer search over (batch, in_flight) (partitioner.serving.search) that calls the
-# exact solvers on "throughput" problems; a Problem given "serve" becomes "throughput".
-ORDERS: tuple[str, ...] = ("free", "fixed")
-RTOL = 1e-9  # relative tolerance for comparing objective values (issue 4)
+# The name lists live in partitioner.registry. "serve" is an outer search over (batch, in_flight)
+# (partitioner.serving.search) that calls the exact solvers on "throughput" problems; a Problem
+# given "serve" becomes "throughput".
+RTOL = 1e-9  # relative tolerance for comparing objective values
 
 
 @dataclass(frozen=True, eq=False)
 class CostTables:
-    """Per-layer, per-device numbers (issue 3). Units: seconds, GB (1e9 bytes), bytes, bytes/s.
+    """Per-layer, per-device numbers (docs/costmodel.md). Units: seconds, GB (1e9 bytes), bytes, bytes/s.
 
     cost[g, l]        seconds per micro-batch of layer l on device g  (c[g][l])
     memory_gb[l]      GB layer l needs on any device                  (m[l])
@@ -252,7 +251,7 @@ def stage_memory(tables: CostTables, i: int, j: int) -> float:
 
 
 def link_delay(tables: CostTables, g: int, h: int, last_layer: int) -> float:
-    """d = alpha(g, h) + b[last_layer] / beta(g, h): the cost of a cut after `last_layer` (issue 3)."""
+    """d = alpha(g, h) + b[last_layer] / beta(g, h): the cost of a cut after `last_layer` (docs/costmodel.md)."""
     beta = tables.bandwidth_Bps[g, h]
     transfer = 0.0 if np.isinf(beta) else float(tables.cut_bytes[last_layer]) / float(beta)
     return float(tables.latency_s[g, h]) + transfer
@@ -286,7 +285,7 @@ def evaluate(problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) 
 
 
 def objective_key(problem: Problem, m: Metrics) -> tuple[float, ...]:
-    """The lexicographic objective of issue 4, smaller is better.
+    """The lexicographic objective (docs/algorithms.md §1), smaller is better.
 
     balanced:   (tau_max, sigma_max, T(M))
     throughput: (period, T(M)), period = tau_max (async) or sigma_max (blocking); also the key

@@ -8,11 +8,14 @@ not subnormal, at most 1e18 in size), integers at most MAX_INT_DIGITS digits.
 from __future__ import annotations
 
 import math
+from typing import Any
+
+import click
 
 from partitioner.errors import InputError
 from partitioner.limits import MAX_MAGNITUDE
 
-__all__ = ["parse_floats", "parse_float", "parse_int", "parse_ints", "parse_names", "parse_pairs"]
+__all__ = ["PresetName", "parse_floats", "parse_float", "parse_int", "parse_ints", "parse_names", "parse_pairs"]
 
 
 def parse_floats(option: str, text: str) -> list[float]:
@@ -96,3 +99,25 @@ def parse_pairs(option: str, text: str) -> list[tuple[int, float]]:
             )
         out.append((M, T))
     return out
+
+
+class PresetName(click.ParamType):
+    """A shipped preset id of `kind` (models/presets/<kind>.yaml), checked when the option is used.
+
+    Facts are data: the valid names are the catalogue's ids, read on first use rather than at
+    import, so `--help` does not load yaml; an unknown name lists the valid ones."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.name = kind.rstrip("s")
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return f"[{self.name.upper()}]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from partitioner.models import catalog
+
+        valid = catalog.ids(self.kind)
+        if value not in valid:
+            self.fail(f"{value!r} is not a shipped {self.name} preset; valid: {', '.join(valid)}", param, ctx)
+        return str(value)

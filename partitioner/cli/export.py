@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from partitioner.export import TARGETS
+from partitioner.registry import EXPORT_TARGETS
 
 __all__ = ["export", "parse_device_ids", "parse_endpoints"]
 
@@ -60,7 +60,7 @@ def parse_endpoints(values: tuple[str, ...]) -> dict[str, str]:
 
 @click.command("export")
 @click.argument("plan_file", metavar="PLAN.json", type=click.Path(dir_okay=False))
-@click.option("--to", "target", required=True, type=click.Choice(TARGETS), help="Engine to export for.")
+@click.option("--to", "target", required=True, type=click.Choice(list(EXPORT_TARGETS)), help="Engine to export for.")
 @click.option("--device-id", multiple=True, metavar="NAME=ORDINAL", help="CUDA ordinal of a device (repeatable).")
 @click.option("--rpc-endpoint", multiple=True, metavar="NAME=HOST:PORT", help="llama.cpp rpc-server of a remote device.")
 @click.option("--host", "host", default=None, metavar="NODE", help="Print only the script(s) NODE runs.")

@@ -1,4 +1,4 @@
-"""`partition plan model.yaml cluster.yaml`: the planner's command (issue 4)."""
+"""`partition plan model.yaml cluster.yaml`: the planner's command (docs/algorithms.md §1)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,32 @@ from typing import Any
 
 import click
 
-__all__ = ["plan"]
+from partitioner.cli._parse import PresetName
+from partitioner.registry import (
+    EXACT_CHOICES,
+    EXPORT_TARGETS,
+    LAUNCH_TARGETS,
+    OBJECTIVES,
+    ORDERS,
+    REGIMES,
+    SOLVER_CHOICES,
+    TP_MODES,
+)
 
-SOLVER_CHOICES = ["auto", "dp", "cpsat", "brute", "even", "memory", "params", "speed"]
-OBJECTIVES = ("balanced", "throughput", "makespan", "serve")  # = problem.OBJECTIVES, numpy-free (test_serving)
-EXPORT_CHOICES = ["vllm", "sglang", "trtllm", "llamacpp", "deepspeed", "torchgpipe", "megatron", "json"]
-ENGINES = ("generic", "llamacpp", "vllm", "sglang", "trtllm")  # = catalog.ids("engines"), yaml-free (test)
+__all__ = ["plan"]
 
 
 @click.command("plan")
 @click.argument("model_file", metavar="MODEL.yaml", type=click.Path(dir_okay=False))
 @click.argument("cluster_file", metavar="CLUSTER.yaml", type=click.Path(dir_okay=False))
 @click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True, help="Micro-batches in flight.")
-@click.option("--regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True)
+@click.option("--regime", type=click.Choice(REGIMES), default="async", show_default=True)
 @click.option(
     "--objective", type=click.Choice(list(OBJECTIVES)), default="balanced", show_default=True,
     help="serve: also choose the batch and micro-batches in flight for the most decode tokens/s.",
 )
 @click.option("--solver", type=click.Choice(SOLVER_CHOICES), default="auto", show_default=True)
-@click.option("--order", type=click.Choice(["free", "fixed"]), default=None, help="Override the cluster file's order.")
+@click.option("--order", type=click.Choice(ORDERS), default=None, help="Override the cluster file's order.")
 @click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Wall-clock limit in seconds for the whole search (every solver phase); the best plan "
                    "so far and its bound are returned when it hits. Ctrl-C does the same.")
@@ -35,14 +42,15 @@ ENGINES = ("generic", "llamacpp", "vllm", "sglang", "trtllm")  # = catalog.ids("
               help="serve: largest batch per micro-batch to consider.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Also write the plan JSON here.")
-@click.option("--export", "export", type=click.Choice(EXPORT_CHOICES), default=None,
+@click.option("--export", "export", type=click.Choice(list(EXPORT_TARGETS)), default=None,
               help="Print the plan in an engine's format (an engine target also sets --engine).")
-@click.option("--engine", "engine", type=click.Choice(list(ENGINES)), default=None,
+@click.option("--engine", "engine", type=PresetName("engines"), default=None,
               help="Cost the plan with this engine's overheads and search only device orders it can launch "
-                   "(vLLM's Ray rank order, equal stages per node); default: the files' engine: setting.")
+                   "(vLLM's Ray rank order, equal stages per node); a preset of `partition catalog engines`; "
+                   "default: the files' engine: setting.")
 @click.option("--replicas", default="1", show_default=True, metavar="auto|N",
               help="Disjoint pipelines maximising total tokens/s ('auto': the best count).")
-@click.option("--tp", type=click.Choice(["auto", "uniform", "node", "off"]), default=None,
+@click.option("--tp", type=click.Choice(TP_MODES), default=None,
               help="Tensor-parallel groups inside nodes: per stage, one degree, or whole machines "
                    "(default: auto if cluster.yaml has tp:, else off).")
 def plan(
@@ -82,7 +90,7 @@ def plan(
         from partitioner.cli._output import check_writable
 
         check_writable(out, inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
-    engine = engine or (export if export in ENGINES else None)
+    engine = engine or (export if export in LAUNCH_TARGETS else None)
     if objective == "serve":
         from partitioner.api import serve_plan
 
@@ -135,7 +143,7 @@ def _engine_notes(problem: Any, solver: str, engine: str | None) -> None:
     minimum compute capability are left out (partitioner.solvers.engine_order)."""
     if engine in (None, "generic"):
         return
-    if solver not in ("auto", "dp", "cpsat", "brute"):
+    if solver not in EXACT_CHOICES:
         click.echo(f"note: --solver {solver} replays an engine's own split; --engine {engine} does not restrict it", err=True)
         return
     from partitioner.solvers import engine_order

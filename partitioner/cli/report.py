@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from partitioner.registry import EXACT_CHOICES, ORDERS, PLAN_OBJECTIVES, REGIMES
+
 __all__ = ["report", "parse_Ms"]
 
 REPORT_MARKER = "partitioner.report/1"
@@ -61,12 +63,12 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
               help="Micro-batch counts for the T(M) tables (repeatable; default 1,8,32,100).")
 @click.option("--plan-M", "plan_M", type=click.IntRange(min=1), default=8, show_default=True,
               help="M the plans are optimised for (makespan objective, tie-breaks).")
-@click.option("--objective", type=click.Choice(["balanced", "throughput", "makespan"]), default="balanced",
+@click.option("--objective", type=click.Choice(PLAN_OBJECTIVES), default="balanced",
               show_default=True, help="Objective of the base plan the what-ifs are compared with.")
-@click.option("--base-regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True,
+@click.option("--base-regime", type=click.Choice(REGIMES), default="async", show_default=True,
               help="Regime of the compared plans and the Pareto sweep.")
-@click.option("--solver", type=click.Choice(["auto", "dp", "cpsat", "brute"]), default="auto", show_default=True)
-@click.option("--order", type=click.Choice(["free", "fixed"]), default=None, help="Override the cluster file's order.")
+@click.option("--solver", type=click.Choice(EXACT_CHOICES), default="auto", show_default=True)
+@click.option("--order", type=click.Choice(ORDERS), default=None, help="Override the cluster file's order.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIME_LIMIT_S,
               show_default=True,
               help="Wall-clock budget of the whole report, seconds; plans it leaves unproven show their gap.")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from partitioner.registry import REGIMES
+
 __all__ = ["score"]
 
 
@@ -18,7 +20,7 @@ __all__ = ["score"]
 @click.option("--devices", default=None, metavar="D1,D2,...", help="Device of each stage, in pipeline order.")
 @click.option("--layout", "layout_file", type=click.Path(dir_okay=False), default=None, help="Layout YAML (replicas -> stages).")
 @click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--regime", type=click.Choice(["async", "blocking"]), default="async", show_default=True)
+@click.option("--regime", type=click.Choice(REGIMES), default="async", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print both plans as JSON.")
 def score(
     model_file: str, cluster_file: str, split: str | None, devices: str | None, layout_file: str | None,

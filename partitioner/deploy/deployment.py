@@ -16,14 +16,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from partitioner.registry import UNIFORM_TP_ENGINES
+
 __all__ = ["Deployment", "DEPLOYMENT_FORMAT", "UNIFORM_TP_ENGINES", "tp_notes"]
 
 DEPLOYMENT_FORMAT = "partitioner.deployment/1"
-# Engines that take one --tensor-parallel-size for every pipeline stage: vLLM
-# (vllm/config/parallel.py ParallelConfig.tensor_parallel_size), SGLang (--tp-size,
-# python/sglang/srt/server_args.py ServerArgs.tp_size), TensorRT-LLM (Mapping.tp_size,
-# tensorrt_llm/mapping.py).
-UNIFORM_TP_ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm")
 
 
 def _signature(plan: Any) -> tuple[Any, ...]:

@@ -3,10 +3,10 @@
     render(plan, target, *, ordinals=None, endpoints=None) -> Export
 
 `plan` is a `partitioner.result.Plan` or a plan dict as `Plan.to_dict()` writes it
-(validated by `partitioner.export.load.parse_plan`). `TARGETS` is the one registry of
-export targets (the CLI's `--to`/`--export` choices and the report read it); each target's
-rules live in its own module, cited from the engine's source, and are replayed on what it
-emits. Launch targets (vllm, sglang, trtllm, llamacpp) return the per-host `Step`s
+(validated by `partitioner.export.load.parse_plan`). `TARGETS` are the export targets of
+`partitioner.registry`, which the CLI's `--to`/`--export` choices and the report read; each
+target's rules live in its own module, cited from the engine's source, and are replayed on
+what it emits. Launch targets (vllm, sglang, trtllm, llamacpp) return the per-host `Step`s
 behind `Export.scripts`. Pure: no I/O; the CLI prints or writes the result.
 """
 
@@ -20,22 +20,15 @@ from partitioner.errors import InputError
 from partitioner.export.base import STRICT_EXIT_CODES, Export
 from partitioner.export.view import PlanView, from_plan
 from partitioner.jsonio import dumps
+from partitioner.registry import EXPORT_TARGETS, LAUNCH_TARGETS
 
 __all__ = ["Export", "TARGETS", "REGISTRY", "ENGINES", "STRICT_EXIT_CODES", "render", "view_of"]
 
-# target: (module, function, takes ordinals, takes endpoints, one line)
-REGISTRY: dict[str, tuple[str, str, bool, bool, str]] = {
-    "vllm": ("partitioner.export.vllm", "render_vllm", True, False, "vllm serve (+ ray start per host)"),
-    "sglang": ("partitioner.export.sglang", "render", True, False, "sglang.launch_server per node"),
-    "trtllm": ("partitioner.export.trtllm", "render", True, False, "trtllm-serve + pp_partition YAML"),
-    "llamacpp": ("partitioner.export.llamacpp", "render", True, True, "rpc-server per remote GPU + llama-server"),
-    "deepspeed": ("partitioner.export.deepspeed", "render", False, False, "PipelineModule parts"),
-    "torchgpipe": ("partitioner.export.torchgpipe", "render", True, False, "GPipe balance and devices"),
-    "megatron": ("partitioner.export.megatron", "render", False, False, "pipeline-model-parallel layout"),
-    "json": ("partitioner.export", "_json", False, False, "the plan itself"),
-}
+# target: (module, function, takes ordinals, takes endpoints, one line); the names live in
+# partitioner.registry with every other name list
+REGISTRY: dict[str, tuple[str, str, bool, bool, str]] = EXPORT_TARGETS
 TARGETS: tuple[str, ...] = tuple(REGISTRY)
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp")  # targets that launch a server
+ENGINES: tuple[str, ...] = LAUNCH_TARGETS  # targets that launch a server
 
 
 def view_of(plan: Any) -> PlanView:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from partitioner.registry import BASELINE_ENGINES, PLAN_OBJECTIVES
 from partitioner.report.serving import Workload, serving_numbers
 from partitioner.result import Plan
 
@@ -39,13 +40,8 @@ __all__ = [
 ]
 
 DEFAULT_MS: tuple[int, ...] = (1, 8, 32, 100)
-OPTIMAL: tuple[str, ...] = ("balanced", "throughput", "makespan")
-BASELINE_LABELS: dict[str, str] = {
-    "even": "vLLM",
-    "memory": "llama.cpp",
-    "params": "DeepSpeed",
-    "speed": "speed-proportional",
-}
+OPTIMAL: tuple[str, ...] = PLAN_OBJECTIVES  # the report's optimal rows: every plan objective
+BASELINE_LABELS: dict[str, str] = BASELINE_ENGINES
 
 
 @dataclass(frozen=True)

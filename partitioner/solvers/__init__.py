@@ -15,30 +15,20 @@ from typing import Any
 
 from partitioner.errors import InputError
 from partitioner.problem import Problem, Solution
+from partitioner.registry import AUTO, BASELINES, EXACT, SOLVER_CHOICES, SOLVERS
 
 __all__ = ["SOLVERS", "EXACT", "BASELINES", "solve", "get"]
 
-SOLVERS: dict[str, str] = {
-    "dp": "partitioner.solvers.dp",
-    "cpsat": "partitioner.solvers.cpsat",
-    "brute": "partitioner.solvers.brute",
-    "even": "partitioner.solvers.baselines.even",
-    "memory": "partitioner.solvers.baselines.memory",
-    "params": "partitioner.solvers.baselines.params",
-    "speed": "partitioner.solvers.baselines.speed",
-}
-EXACT: tuple[str, ...] = ("dp", "cpsat", "brute")
 MAX_CPSAT_LINKS = 2_000_000  # L * G^2 link literals: beyond it auto returns the DP's seed and bound
 BUILD_S_PER_LINK = 2e-5  # measured: building the CP-SAT model costs ~10-35 us per link literal
-BASELINES: tuple[str, ...] = ("even", "memory", "params", "speed")
 
 
 def get(name: str) -> Callable[..., Solution]:
     """The `solve` function of solver `name` ("auto" included)."""
-    if name == "auto":
+    if name == AUTO:
         return _auto
     if name not in SOLVERS:
-        valid = ", ".join(["auto", *SOLVERS])
+        valid = ", ".join(SOLVER_CHOICES)
         raise InputError(f"unknown solver {name!r}; valid solvers: {valid}")
     module = importlib.import_module(SOLVERS[name])
     return module.solve

@@ -3,11 +3,11 @@
 `even` (vLLM `get_pp_indices`), `memory` (llama.cpp `load_tensors` default split),
 `params` (DeepSpeed `partition_balanced` on parameters), `speed` (Metis-like greedy).
 Each module has `solve(problem) -> Solution` with `optimal=False`, `status="BASELINE"`;
-a split that breaks a memory limit is `feasible=False` with the reason (issue 4).
+a split that breaks a memory limit is `feasible=False` with the reason (docs/engines.md).
 """
 
 from __future__ import annotations
 
-__all__ = ["NAMES"]
+from partitioner.registry import BASELINES
 
-NAMES: tuple[str, ...] = ("even", "memory", "params", "speed")
+__all__ = ["BASELINES"]
