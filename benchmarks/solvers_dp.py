@@ -1,4 +1,4 @@
-"""Timing of the dp steps against the issue-4 targets (prints a table; not a test).
+"""Timing of the dp steps against the planning targets (prints a table; not a test).
 
     /work/venv/bin/python benchmarks/solvers_dp.py
 

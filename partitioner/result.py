@@ -239,7 +239,7 @@ class Plan:
         return out
 
     def analysis(self, M: int | None = None, rho: float = 1.0) -> Analysis:
-        """The closed forms of `partition analyze` (issue 2) for this plan's tau and d."""
+        """The closed forms of `partition analyze` (docs/theory.md) for this plan's tau and d."""
         from partitioner.analysis import analyze
 
         return analyze(self.tau.tolist(), self.d.tolist(), M=self.M if M is None else M, rho=rho)

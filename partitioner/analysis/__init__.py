@@ -1,4 +1,4 @@
-"""Closed-form makespan analysis of a heterogeneous pipeline (docs/theory.md; issue 2).
+"""Closed-form makespan analysis of a heterogeneous pipeline (docs/theory.md).
 
 Pure functions over stage times `tau` (S values) and link latencies `d` (S-1 values):
 `closed_forms` (Thms 1-3, Cors 1-3, Prop 1), `overlap` (Cor 4-5, §9: slack, binding links,

@@ -1,4 +1,4 @@
-"""Validation of the numbers every closed form and the simulator take (issue 2, "Invalid input").
+"""Validation of the numbers every closed form and the simulator take (docs/theory.md).
 
 One place turns user numbers into clean float arrays or raises `InputError` quoting the
 offending value: tau (S stage times, s), d (S-1 link latencies, s; default zeros), M (integer

@@ -1,4 +1,4 @@
-"""Every closed-form quantity of one stage chain in a single frozen record (issue 2, `analyze`).
+"""Every closed-form quantity of one stage chain in a single frozen record (docs/theory.md, `partition analyze`).
 
 `analyze(tau, d, M, rho)` evaluates the functions of `closed_forms` and `overlap` once and keeps
 their values under the names `partition analyze --json` prints. Sources: docs/theory.md Thms 1-3,

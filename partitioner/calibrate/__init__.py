@@ -1,4 +1,4 @@
-"""Calibration from measurements (issue 6; docs/theory.md §7.2 and §9).
+"""Calibration from measurements (docs/theory.md §7.2 and §9).
 
 Turns what users measured into the numbers the planner plans with:
 

@@ -1,5 +1,5 @@
 """Efficiency fit: per GPU type, eta_compute, eta_memory and the per-layer overhead that make the
-roofline reproduce measured per-layer timings (issue 6, "Measured per-layer timings").
+roofline reproduce measured per-layer timings (docs/costmodel.md).
 
 Pure: timings (frozen `Timing`), per-device `Hardware` and the model `Shape` in; frozen results
 out. Each row's FLOPs f and bytes m come from `partitioner.costs.roofline` at the row's own

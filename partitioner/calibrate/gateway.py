@@ -1,6 +1,6 @@
 """Gateway service-time statistics -> stage times tau, the GPipe bias, queueing (docs/theory.md §7.2).
 
-Pure core of `partition calibrate gateway` (issue 6). Input: per-(model, node) statistics of a
+Pure core of `partition calibrate gateway` (the paper's §7.2, docs/theory.md). Input: per-(model, node) statistics of a
 serving gateway's request service times (`GatewayStats`; `aggregate_requests` builds one from
 per-request logs). For a chosen model and pipeline of nodes, `calibrate_gateway` reports:
 
@@ -45,7 +45,7 @@ __all__ = [
 
 #: --stat name -> GatewayStats field used as tau.
 STATISTICS: dict[str, str] = {"min": "dur_min", "p5": "dur_p5", "p50": "dur_p50", "mean": "dur_mean"}
-#: Below this many requests a node's tau gets a small-sample warning (issue 6).
+#: Below this many requests a node's tau gets a small-sample warning.
 SMALL_SAMPLE = 10
 ERRORS4_NOTE = (
     "these taus are service times of whole-model replicas on separate hosts, not a measured "

@@ -1,6 +1,6 @@
 """Gateway CSVs at the edge: aggregated statistics or per-request logs -> `GatewayStats` rows.
 
-Two formats, told apart by the header (issue 6; /work/shared/data/gateway/README.md):
+Two formats, told apart by the header (the gateway data set's README):
 
 - statistics: ``model,node,n,dur_min,dur_p5,dur_p50,dur_p95,dur_mean,tot_p50,q_p50,q_frac``
   (seconds; `n` the request count, `q_frac` the share that queued), one row per (model, node);

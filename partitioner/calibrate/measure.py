@@ -1,4 +1,4 @@
-"""Per-layer forward times of a PyTorch model on this machine (issue 6; optional, needs torch).
+"""Per-layer forward times of a PyTorch model on this machine (optional, needs torch).
 
 Forward pre-hooks and forward hooks on the embedding, each decoder layer and the LM head
 (`measure_parts.find_parts`) time every module's forward inside the model's real forward pass

@@ -1,6 +1,6 @@
 """Which submodules of a PyTorch model are the embedding, the decoder layers and the LM head.
 
-Auto-detection (issue 6, "Measured per-layer timings"): the decoder layers are the largest
+Auto-detection: the decoder layers are the largest
 `torch.nn.ModuleList` whose children all share one class; the embedding is the first
 `torch.nn.Embedding` outside them; the head is an `lm_head` attribute, else the last
 `torch.nn.Linear` outside the layers whose `out_features` equals the embedding's vocabulary.

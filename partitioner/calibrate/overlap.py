@@ -1,4 +1,4 @@
-"""Overlap ratio rho from measured makespans (issue 6; docs/theory.md §9, Cor 4, Cor 5, Errors 1 and 3).
+"""Overlap ratio rho from measured makespans (docs/theory.md §9, Cor 4, Cor 5, Errors 1 and 3).
 
 Legend (docs/theory.md §2, §9): tau_s stage times, d_s link latencies, M micro-batches, T(M) a measured
 makespan. Under the model every regime's T(M) is a line in M with intercept sum tau + sum d

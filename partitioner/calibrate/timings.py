@@ -1,4 +1,4 @@
-"""The timings CSV: measured forward times of single layers or layer ranges (issue 6).
+"""The timings CSV: measured forward times of single layers or layer ranges (docs/costmodel.md §1).
 
 Edge module: reads the file (through `partitioner.calibrate.csvio`) into frozen `Timing` records,
 with a one-line located error for every bad cell. Shared by `partition calibrate profile` (which

@@ -1,4 +1,4 @@
-"""`partition analyze`: every closed-form quantity of a stage chain, as a table or JSON (issue 2).
+"""`partition analyze`: every closed-form quantity of a stage chain, as a table or JSON (docs/theory.md).
 
     partition analyze --tau 0.5,1,1,5 --d 4.6,0.1,0.1 --M 8 [--rho 0.8] [--json]
     partition analyze --tau 0.5,1,1,5 --d 4.6,0.1,0.1 --measured 4:27.3,16:88.5

@@ -1,4 +1,4 @@
-"""`partition calibrate ...`: turn measurements into planning numbers (issue 6).
+"""`partition calibrate ...`: turn measurements into planning numbers (docs/theory.md §3, docs/costmodel.md §1).
 
 A lazy sub-group like the top-level one: each subcommand lives in `partitioner.cli.calibrate_<name>`
 and is imported only when it runs, so `partition calibrate --help` stays instant.

@@ -1,4 +1,4 @@
-"""`partition calibrate overlap`: slope, overlap ratio rho and advice from measured makespans (issue 6).
+"""`partition calibrate overlap`: slope, overlap ratio rho and advice from measured makespans (docs/theory.md §3).
 
     partition calibrate overlap --tau 4,5 --d 2 --measure 2:16 --measure 10:56 [--json]
     partition calibrate overlap --tau 1,1,1,1 --d 10,10,10 --measure 8:76,100:628

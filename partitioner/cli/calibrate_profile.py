@@ -1,4 +1,4 @@
-"""`partition calibrate profile TIMINGS.csv [--model model.yaml] [--cluster cluster.yaml]` (issue 6).
+"""`partition calibrate profile TIMINGS.csv [--model model.yaml] [--cluster cluster.yaml]`.
 
 Measured per-layer timings (format: partitioner.calibrate.timings) -> per-GPU efficiency factors
 of the roofline cost model, predicted against measured time for every row; optionally a copy of

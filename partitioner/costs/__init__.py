@@ -1,4 +1,4 @@
-"""The cost model (issue 3): per-layer, per-device time, memory and cut bytes as numpy arrays.
+"""The cost model (docs/costmodel.md): per-layer, per-device time, memory and cut bytes as numpy arrays.
 
 Pure: no files, no printing, no pydantic (style.md rule 1). Formulas: docs/costmodel.md.
 """

@@ -1,7 +1,7 @@
 """`build_tables(model, cluster) -> CostTables`: the planner's numbers from the user's specs.
 
 Takes the validated specs of `partitioner.models` duck-typed (no pydantic import here) and
-returns plain numpy arrays (issue 3, "Cost model"; contract: partitioner.problem.CostTables).
+returns plain numpy arrays (docs/costmodel.md; contract: partitioner.problem.CostTables).
 Roofline forms (preset / architecture / hf_config) give layers "embed", "layer.0".."layer.N-1",
 "lm_head"; a measured profile gives its own layers, `repeat` expanded with a suffix index.
 

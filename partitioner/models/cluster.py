@@ -1,4 +1,4 @@
-"""cluster.yaml: the devices a user owns and the links between them (issue 3).
+"""cluster.yaml: the devices a user owns and the links between them (docs/costmodel.md).
 
 Units: GB = 1e9 bytes (memory and bandwidth), latencies in milliseconds.
 """
@@ -325,7 +325,7 @@ class ClusterSpec(Frozen):
         return float(dev.reserve_gb if dev.reserve_gb is not None else self.reserve_gb)
 
     def capacity_gb(self, dev: Device) -> float:
-        """C_g = memory - reserve (issue 3)."""
+        """C_g = memory - reserve (docs/costmodel.md)."""
         return dev.total_gb - self.reserve_of(dev)
 
     def link(self, a: Device, b: Device) -> LinkSpec:

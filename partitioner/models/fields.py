@@ -1,4 +1,4 @@
-"""Shared pydantic building blocks for the user-file schemas (issue 3).
+"""Shared pydantic building blocks for the user-file schemas.
 
 Numbers are finite (no NaN or inf), signed as the physics needs, and usable: not subnormal and
 at most partitioner.limits.MAX_MAGNITUDE (1e18) in size, integers at most 2**53 (exact in a

@@ -1,4 +1,4 @@
-"""model.yaml: what the user serves, in exactly one of three forms (issue 3).
+"""model.yaml: what the user serves, in exactly one of three forms (docs/costmodel.md).
 
 1. ``preset: llama-3.1-8b`` (a catalogue id, presets/models.yaml);
 2. ``architecture:`` (HuggingFace config.json names) or ``hf_config: config.json``;

@@ -1,6 +1,6 @@
 """Pure what-if edits: each returns a new, re-validated spec and leaves its input untouched.
 
-Used by the what-if report (issue 5): ``--without DEVICE``, ``--with GPU_ID@NODE``,
+Used by the what-if report: ``--without DEVICE``, ``--with GPU_ID@NODE``,
 ``--link A:B=latency_ms,bandwidth_gb_s`` and ``--phase``.
 """
 

@@ -1,4 +1,4 @@
-"""Pipeline schedule simulation (docs/theory.md recurrences (1)/(2) and §10's open problems; issue 2).
+"""Pipeline schedule simulation (docs/theory.md recurrences (1)/(2) and §10's open problems).
 
 `simulate` builds one full schedule (`Schedule`: every start/finish, makespan, Gantt events);
 `simulate_batch` returns the makespans of N configurations at once; `ticks` is GPipe's

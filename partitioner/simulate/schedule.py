@@ -1,4 +1,4 @@
-"""The full schedule of one pipeline: every micro-batch on every stage and link (issue 2).
+"""The full schedule of one pipeline: every micro-batch on every stage and link (docs/theory.md recurrences (1)/(2)).
 
 `simulate(tau, d, M, regime)` evaluates recurrence (1) (async: a link is a pure delay, the stage
 is not blocked) or (2) (blocking: the send occupies the stage) of docs/theory.md exactly, and the
