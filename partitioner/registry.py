@@ -48,7 +48,7 @@ SOLVERS: dict[str, str] = {  # name -> module exposing solve(problem) -> Solutio
 }
 EXACT: tuple[str, ...] = ("dp", "cpsat", "brute")
 BASELINES: tuple[str, ...] = ("even", "memory", "params", "speed")
-BASELINE_ENGINES: dict[str, str] = {  # whose split rule each baseline replays (docs/engines.md)
+BASELINE_ENGINES: dict[str, str] = {  # whose split rule each baseline replays (cited in its module)
     "even": "vLLM",
     "memory": "llama.cpp",
     "params": "DeepSpeed",

@@ -3,7 +3,7 @@
 `even` (vLLM `get_pp_indices`), `memory` (llama.cpp `load_tensors` default split),
 `params` (DeepSpeed `partition_balanced` on parameters), `speed` (Metis-like greedy).
 Each module has `solve(problem) -> Solution` with `optimal=False`, `status="BASELINE"`;
-a split that breaks a memory limit is `feasible=False` with the reason (docs/engines.md).
+a split that breaks a memory limit is `feasible=False` with the reason.
 """
 
 from __future__ import annotations

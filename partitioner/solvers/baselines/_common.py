@@ -4,7 +4,7 @@ Every baseline replays an engine's rule to get a number of layers per device (de
 listed order), then `finish` turns that into a `Solution`: devices that get no layers are
 left out (or, for engines that keep empty ranks, the plan is reported infeasible), the plan
 is scored exactly with `partitioner.problem.evaluate`, and a memory limit that is broken
-makes it infeasible with the reason, never silently repaired (docs/engines.md).
+makes it infeasible with the reason, never silently repaired.
 """
 
 from __future__ import annotations
