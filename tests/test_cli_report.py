@@ -49,7 +49,7 @@ def test_end_to_end(outputs) -> None:
         "--without node03-1070", "--link laptop-5090:node02-3090=0.05,100", "--regime blocking", "--phase prefill"]
     assert data["pareto"] and all(p["M"] in (1, 2, 4, 8) for p in data["pareto"])
     assert "Pareto frontier" in result.output and "What-if" in result.output
-    assert paths["md"].read_text().count("\n## ") == 8
+    assert paths["md"].read_text().count("\n## ") == 9  # with the decode comparison
     head = result.output[: result.output.index("Plans (")]
     assert "Run:" in head and "tokens/s" in head and "Bottleneck:" in head and "VLLM_PP_LAYER_PARTITION=" in head
     assert data["headline"]["tokens_per_s"] == data["plans"]["balanced"]["tokens_per_s"]

@@ -13,6 +13,8 @@ __all__ = ["report", "parse_Ms"]
 
 REPORT_MARKER = "partitioner.report/1"
 DEFAULT_TIME_LIMIT_S = 5.0
+DECODE_SHARE = 0.5  # of the budget left after the plans and baselines: the rest is the Pareto sweep's
+MIN_DECODE_S = 0.5  # below this the serve search is skipped (and the report says so)
 
 
 def parse_Ms(values: tuple[str, ...]) -> tuple[int, ...]:
@@ -158,30 +160,31 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
         deadline=deadline, progress=progress, workload=workload_of(model),
         commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),
         solves=solves,
+        decode=lambda: _decode(model, cluster, base_regime, order, Ms, deadline, progress, reserve),
     )
-    return _with_serving(rep, model, cluster, base_regime, order, deadline, progress, reserve) if charts else rep
+    return rep
 
 
-def _with_serving(rep: Any, model: Any, cluster: Any, regime: str, order: str | None, deadline: Any,
-                  progress: Any, reserve: float) -> Any:
-    """`rep` with the serve objective's tokens/s-vs-TPOT frontier (partitioner.serving.search), searched
-    in what is left of the report's budget after `reserve` (skipped, and said, when under a second)."""
-    import dataclasses
-
-    from partitioner.api import serve_plan
+def _decode(model: Any, cluster: Any, regime: str, order: str | None, Ms: tuple[int, ...], deadline: Any,
+            progress: Any, reserve: float) -> Any:
+    """The serve objective's plan beside the baselines at its batch and in-flight count
+    (partitioner.report.decode), searched in up to DECODE_SHARE of the budget left after `reserve`;
+    else why there is none (a prefill workload, too little time left, no plan)."""
     from partitioner.errors import PartitionerError
+    from partitioner.report.decode import decode_comparison
 
+    if getattr(getattr(model, "workload", None), "phase", "decode") == "prefill":
+        return "the workload is prefill; the serve objective plans decode"
     left = deadline.left() - reserve
-    if left < 1.0:
-        progress("serving frontier skipped: the time limit leaves under a second for it")
-        return rep
-    progress("serving frontier: batch and in-flight search")
+    if DECODE_SHARE * left < MIN_DECODE_S:
+        return (f"skipped: the time limit leaves under {MIN_DECODE_S:g} s for the serve search "
+                "(raise --time-limit, or run `partition plan --objective serve`)")
+    progress("decode: the serve objective's batch and in-flight search")
     try:
-        served = serve_plan(model, cluster, regime=regime, order=order, time_limit_s=left)
+        return decode_comparison(model, cluster, regime=regime, order=order, Ms=Ms,
+                                 time_limit_s=None if left == float("inf") else DECODE_SHARE * left)
     except PartitionerError as exc:
-        progress(f"serving frontier skipped: {exc}")
-        return rep
-    return dataclasses.replace(rep, serve_frontier=served.frontier)
+        return f"no serve plan: {exc}"
 
 
 def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | None,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from partitioner.errors import InputError
 from partitioner.problem import Problem
 from partitioner.report.compare import DEFAULT_MS, OPTIMAL, PlanRow, Report, WhatIf, infeasible_row, plan_row
+from partitioner.report.decode import Decode
 from partitioner.report.headline import Commands, headline
 from partitioner.report.pareto import PARETO_MS, frontier, sweep
 from partitioner.report.serving import Workload
@@ -78,18 +79,23 @@ def build_report(
     workload: Workload | None = None,
     commands: Commands | None = None,
     solves: Solves | None = None,
+    decode: Callable[[], Decode | str] | None = None,
 ) -> Report:
     """Everything `partition report` shows, for `problem` (its M is the M plans optimise).
 
     `deadline` bounds the whole report (`solving`); `workload` gives tokens/s (`serving`);
     `commands(plan)` returns the engine command lines of the base plan for the headline; `solves`
-    (a memo on `problem`) lets the caller share solves with its what-ifs."""
+    (a memo on `problem`) lets the caller share solves with its what-ifs; `decode()` returns the
+    serve objective's comparison (`report.decode`) or why there is none, and runs before the
+    Pareto sweep takes the budget."""
     if base not in OPTIMAL:
         raise InputError(f"base objective must be one of {', '.join(OPTIMAL)} (got {base!r})")
     solves = solves or Solves(problem, solver, deadline, progress)
     rows = compare_plans(problem, Ms=Ms, solver=solver, baselines=baselines, objectives=OPTIMAL, solves=solves,
                          workload=workload)
     base_row = next(r for r in rows if r.name == base)
+    found = decode() if decode is not None else ""
+    served = found if isinstance(found, Decode) else None
     points = sweep(problem, _check_Ms(list(pareto_Ms)), lambda q: solves.plan("makespan", q.M))
     base_plan = solves.plan(base)
     return Report(
@@ -104,4 +110,7 @@ def build_report(
         whatifs=whatif(base_row) if whatif is not None else (),
         headline=headline(rows, base, int(problem.M), problem.regime, commands(base_plan) if commands else None),
         solves=solves.calls,
+        serve_frontier=served.frontier if served is not None else (),
+        decode=served,
+        decode_note=found if isinstance(found, str) else "",
     )

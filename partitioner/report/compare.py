@@ -20,6 +20,7 @@ from partitioner.report.serving import Workload, serving_numbers
 from partitioner.result import Plan
 
 if TYPE_CHECKING:
+    from partitioner.report.decode import Decode
     from partitioner.report.headline import Headline
 
 __all__ = [
@@ -101,6 +102,8 @@ class PlanMetrics:
     ttft_s: float | None = None
     tokens_unit: str = "tokens/s"
     serving_source: str = ""
+    binding: str = ""  # what limits tokens/s (partitioner.serving: bottleneck, round_trip, kv_capacity, ...)
+    max_sequences: int | None = None  # KV capacity in sequences, the least over stages (serving model)
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,8 @@ class Report:
     headline: Headline | None = None
     solves: int = 0  # distinct solver runs behind this report
     serve_frontier: tuple[dict[str, Any], ...] = ()  # serve objective's tokens/s-vs-TPOT points (serving.search)
+    decode: Decode | None = None  # the serve plan beside each baseline at its batch and in-flight count
+    decode_note: str = ""  # why there is no decode comparison (prefill workload, time limit, no fit)
 
     def row(self, name: str) -> PlanRow:
         for r in self.rows:
@@ -235,6 +240,8 @@ def plan_metrics(plan: Plan, Ms: Sequence[int], workload: Workload | None = None
         ttft_s=sv.ttft_s,
         tokens_unit=sv.unit,
         serving_source=sv.source,
+        binding=sv.binding,
+        max_sequences=getattr(plan.serving, "max_sequences", None),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from partitioner.report.compare import Report
+from partitioner.report.decode import Decode
 from partitioner.report.headline import Headline
 from partitioner.report.tables import Cell, layout, rate, secs, text
 from partitioner.report.units import fmt_ratio
@@ -47,6 +48,33 @@ def _gains(h: Headline) -> tuple[tuple[Fragment, ...], ...]:
                 parts += [", ", _ratio(g.T_ratio, f"{k}.T_ratio"), " faster T(M)"]
             out.append(tuple(parts))
     return tuple(out)
+
+
+def _decode(dec: Decode) -> Line:
+    """The serve objective's plan and, at its batch and in-flight count, each engine's split."""
+    serve = dec.row("serve")
+    m = serve.metrics
+    if m is None:
+        return Line("Decode", ("the serve search found no plan",))
+    proof = ("proven over the batch grid" if serve.optimal else
+             "not proven: the time limit cut the batch search short" if serve.gap >= 0.999 else
+             f"within {serve.gap:.1%} of its bound")
+    parts: list[Fragment] = [f"`--objective serve` picks batch {dec.batch} × {dec.in_flight} in flight: ",
+                             rate(m.tokens_per_s, "decode.plans.serve.tokens_per_s", m.tokens_unit)]
+    if m.tpot_s is not None:
+        parts += [", TPOT ", secs(m.tpot_s, "decode.plans.serve.tpot_s")]
+    parts += [f" on {len(m.tau)} stages ({proof}); the engines' splits at the same batch and in-flight count:"]
+    sub: list[tuple[Fragment, ...]] = []
+    for name, ratio in dec.gains:
+        r = dec.row(name)
+        who = f"{r.label} ({name}): "
+        if ratio is None or r.metrics is None:
+            first, *more = (r.reason or "no plan").split("; ")
+            sub.append((who, text("does not fit", "bad"), f": {first}" + (f" (and {len(more)} more)" if more else "")))
+            continue
+        sub.append((who, _ratio(ratio, f"decode.gains.{name}"), " the tokens/s (",
+                    rate(r.metrics.tokens_per_s, f"decode.plans.{name}.tokens_per_s", r.metrics.tokens_unit), ")"))
+    return Line("Decode", tuple(parts), tuple(sub))
 
 
 def _fix(h: Headline, i: int) -> tuple[Fragment, ...]:
@@ -98,6 +126,10 @@ def headline_lines(report: Report) -> tuple[Line, ...]:
             "first micro-batch through every stage ", secs(h.first_latency, "headline.first_latency")]
     lines.append(Line("Throughput", tuple(thr)))
     lines.append(Line("Against the engines", () if h.gains else ("no baseline compared",), _gains(h)))
+    if report.decode is not None:
+        lines.append(_decode(report.decode))
+    elif report.decode_note:
+        lines.append(Line("Decode", (report.decode_note,)))
     lines.append(Line("Bottleneck", (f"stage {h.bottleneck_stage} on {h.bottleneck_device}, τ_max ",
                                      secs(h.tau_max, "headline.tau_max"))))
     if h.link_fixes:

@@ -77,7 +77,16 @@ def report_dict(report: Report) -> dict[str, Any]:
         "whatif": [_whatif_dict(w) for w in report.whatifs],
         "headline": _headline_dict(report),
         "serve_frontier": list(report.serve_frontier),
+        "decode": _decode_dict(report),
     }
+
+
+def _decode_dict(report: Report) -> dict[str, Any] | None:
+    dec = report.decode
+    if dec is None:
+        return None
+    return {"batch": dec.batch, "in_flight": dec.in_flight, "plans": {r.name: _row_dict(r) for r in dec.rows},
+            "gains": dict(dec.gains)}
 
 
 def _headline_dict(report: Report) -> dict[str, Any] | None:

@@ -116,6 +116,11 @@ def _name(r: PlanRow) -> str:
     return r.name if r.kind == "optimal" else f"{r.name} ({r.label})"
 
 
+def _tokens(x: float, key: str, unit: str) -> Cell:
+    """A tokens/s figure without its unit (the column header names it)."""
+    return Cell(f"{x:,.0f}" if x >= 1000 else f"{x:.4g}", key, float(x), unit)
+
+
 def _summary(report: Report) -> Table:
     rows = []
     unit = next((r.metrics.tokens_unit for r in report.rows if r.metrics is not None), "tokens/s")
@@ -127,8 +132,7 @@ def _summary(report: Report) -> Table:
             continue
         rows.append((
             text(_name(r)), _status(r), text(str(len(m.tau))),
-            Cell(f"{m.tokens_per_s:,.0f}" if m.tokens_per_s >= 1000 else f"{m.tokens_per_s:.4g}",
-                 f"{k}.tokens_per_s", float(m.tokens_per_s), unit),
+            _tokens(m.tokens_per_s, f"{k}.tokens_per_s", unit),
             secs(m.tau_max, f"{k}.tau_max"), secs(m.sigma_max, f"{k}.sigma_max"),
             secs(m.first_latency, f"{k}.first_latency"), num(m.crossover_batches, f"{k}.crossover_batches"),
         ))
@@ -231,6 +235,32 @@ def _pareto(report: Report) -> Table:
                  ("argmin T(M) at M", "throughput", "first latency", "τ_max", "devices"), rows, note)
 
 
+def _decode(report: Report) -> Table:
+    """The serve plan beside every baseline at one batch and in-flight count (report.decode)."""
+    dec = report.decode
+    if dec is None:
+        return Table("decode", "Decode at the best batch and in-flight count", (), ())
+    rows = []
+    for r in dec.rows:
+        k, m = f"decode.plans.{r.name}", r.metrics
+        if m is None or not r.feasible:
+            why = "over memory" if "GB usable" in r.reason or "KV cache" in r.reason else "no plan"
+            rows.append((text(_name(r)), text("INFEASIBLE", "bad"), *[text("-")] * 3, text(why)))
+            continue
+        rows.append((text(_name(r)), _tokens(m.tokens_per_s, f"{k}.tokens_per_s", m.tokens_unit),
+                     secs(m.tpot_s, f"{k}.tpot_s") if m.tpot_s is not None else text("-"),
+                     secs(m.ttft_s, f"{k}.ttft_s") if m.ttft_s is not None else text("-"),
+                     text("-" if m.max_sequences is None else f"{m.max_sequences:,}"),
+                     text(m.binding.replace("_", " "))))
+    return Table(
+        "decode", f"Decode at batch {dec.batch} × {dec.in_flight} in flight (the serve objective's best; each "
+        "engine's split at the same batch, in-flight count and memory)",
+        ("plan", "tokens/s", "TPOT", "TTFT", "KV seqs", "bound by"), tuple(rows),
+        "Closed loop (docs/theory.md §4): tokens/s = K·B / max(K·τ_max, Στ + Σd + d_ret), with the KV of K·B "
+        "sequences beside every stage's weights. `partition plan --objective serve` prints the serve plan.",
+    )
+
+
 def _whatifs(report: Report) -> Table:
     cols = ["variation", "tokens/s", "change", "first latency", "change"]
     cols += [f"T({M}) change" for M in report.Ms] + ["devices"]
@@ -257,5 +287,5 @@ def _whatifs(report: Report) -> Table:
 
 def report_tables(report: Report) -> tuple[Table, ...]:
     """Every table, in display order; empty tables are kept (renderers may skip them)."""
-    return (_summary(report), _layouts(report), _makespans(report), _infeasible(report), _violations(report),
-            _memory(report), _pareto(report), _whatifs(report))
+    return (_summary(report), _decode(report), _layouts(report), _makespans(report), _infeasible(report),
+            _violations(report), _memory(report), _pareto(report), _whatifs(report))

@@ -1,0 +1,84 @@
+"""The report's decode comparison: the serve objective's plan beside each engine's split at the
+same batch B and in-flight count K.
+
+The plans the report optimises (balanced, throughput, makespan) are scored with the workload's
+batch and K = M micro-batches in flight. Decode is a closed loop (docs/theory.md §4): tokens/s =
+K·B / P with P = max(K·τ_max, Στ + Σd + d_ret), and the KV cache of K·B sequences must fit beside
+every stage's weights. At a small K a long pipeline's round trip binds, so the plan with the least
+τ_max need not give the most tokens/s. `--objective serve` (partitioner.serving.search) chooses
+the split, B and K together; here its plan is shown with the engines' own splits (even, memory,
+params, speed: `partitioner.solvers.baselines`) solved on the very same problem, so each ratio
+compares splits at one (B, K) and one memory budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from partitioner.report.compare import PlanRow, infeasible_row, plan_row
+from partitioner.report.serving import Workload
+
+__all__ = ["Decode", "decode_comparison"]
+
+
+@dataclass(frozen=True)
+class Decode:
+    """The serve plan ("serve") and each baseline at its batch and in-flight count."""
+
+    batch: int
+    in_flight: int
+    rows: tuple[PlanRow, ...]  # "serve" first, then the baselines in registry order
+    frontier: tuple[dict[str, Any], ...]  # the serve search's tokens/s-vs-TPOT points
+    gains: tuple[tuple[str, float | None], ...] = ()  # per baseline: serve tokens/s / its tokens/s (None: no fit)
+
+    def row(self, name: str) -> PlanRow:
+        return next(r for r in self.rows if r.name == name)
+
+
+def _gains(rows: Sequence[PlanRow]) -> tuple[tuple[str, float | None], ...]:
+    serve = rows[0].metrics
+    out: list[tuple[str, float | None]] = []
+    for r in rows[1:]:
+        m = r.metrics
+        fits = serve is not None and r.feasible and m is not None and m.tokens_per_s > 0
+        out.append((r.name, serve.tokens_per_s / m.tokens_per_s if fits and serve and m else None))
+    return tuple(out)
+
+
+def _baseline_rows(problem: Any, Ms: Sequence[int], workload: Workload) -> list[PlanRow]:
+    from partitioner import solvers
+    from partitioner.errors import PartitionerError
+    from partitioner.registry import BASELINES
+    from partitioner.result import Plan
+
+    rows = []
+    for name in BASELINES:
+        try:
+            plan = Plan.from_solution(problem, solvers.solve(problem, name))
+        except PartitionerError as exc:
+            rows.append(infeasible_row(name, "baseline", str(exc)))
+            continue
+        rows.append(plan_row(name, "baseline", plan, Ms, workload))
+    return rows
+
+
+def decode_comparison(model: Any, cluster: Any, *, regime: str, order: str | None, time_limit_s: float | None,
+                      Ms: Sequence[int], engine: str | None = None) -> Decode:
+    """Search the serve objective within `time_limit_s`, then solve every baseline at its (B, K)."""
+    from partitioner.api import serve_plan
+    from partitioner.costs import build_tables
+    from partitioner.problem import Problem
+    from partitioner.serving.points import with_in_flight
+
+    served = serve_plan(model, cluster, regime=regime, order=order, time_limit_s=time_limit_s, engine=engine)
+    s = served.serving
+    assert s is not None  # serve_plan always scores its plan
+    B, K = int(s.batch), int(s.in_flight)
+    tables = with_in_flight(build_tables(model.with_batch(B, 1), cluster, engine=engine), K)
+    problem = Problem(tables, M=K, regime=regime, objective="throughput",  # type: ignore[arg-type]
+                      order=order or str(getattr(cluster, "order", "free")))  # type: ignore[arg-type]
+    workload = Workload(batch=B)
+    rows = [plan_row("serve", "optimal", served, Ms, workload), *_baseline_rows(problem, Ms, workload)]
+    return Decode(B, K, tuple(rows), tuple(served.frontier), _gains(rows))
