@@ -1,8 +1,8 @@
 """The report's decode comparison: the serve objective's plan beside each engine's split at the
 same batch B and in-flight count K.
 
-The plans the report optimises (balanced, throughput, makespan) are scored with the workload's
-batch and K = M micro-batches in flight. Decode is a closed loop (docs/theory.md §4): tokens/s =
+The plans the report optimises (balanced, throughput, makespan) are scored at the workload's
+batch B and in-flight count K (model.yaml `workload:`). Decode is a closed loop (docs/theory.md §4): tokens/s =
 K·B / P with P = max(K·τ_max, Στ + Σd + d_ret), and the KV cache of K·B sequences must fit beside
 every stage's weights. At a small K a long pipeline's round trip binds, so the plan with the least
 τ_max need not give the most tokens/s. `--objective serve` (partitioner.serving.search) chooses
