@@ -20,7 +20,9 @@ def tp_plan(groups: list[tuple[list[str], str]], n_dec: int = 12, hosts: dict[st
             meta: dict | None = None, gpus: dict[str, str] | None = None) -> dict:
     """A plan dict whose stage s runs on the TP group groups[s] = (members, node); every node lists
     its devices in name order (the CUDA ordinal when the plan is exported without --device-id)."""
-    doc = plan_of([(members[0], node) for members, node in groups], n_dec=n_dec, hosts=hosts, meta=meta, gpus=gpus)
+    names = ["+".join(members) for members, _ in groups]  # a group's `device` joins its members (deploy.groups)
+    doc = plan_of([(name, node) for name, (_, node) in zip(names, groups, strict=True)], n_dec=n_dec, hosts=hosts,
+                  meta=meta, gpus=gpus)
     for st, (members, _) in zip(doc["stages"], groups, strict=True):
         if len(members) > 1:
             st["devices"], st["tp"] = list(members), len(members)
@@ -28,8 +30,8 @@ def tp_plan(groups: list[tuple[list[str], str]], n_dec: int = 12, hosts: dict[st
     for members, node in groups:
         by_node.setdefault(node, []).extend(members)
     listed = {n: sorted(ds) for n, ds in by_node.items()}
-    for st in doc["stages"]:
-        st["ordinal"] = listed[st["node"]].index(st["device"])
+    for st, (members, _) in zip(doc["stages"], groups, strict=True):
+        st["ordinal"] = listed[st["node"]].index(members[0])
     doc["hosts"] = [{"node": n, "address": (hosts or {}).get(n), "address_assumed": (hosts or {}).get(n) is None,
                      "devices": listed[n]} for n in by_node]
     return doc

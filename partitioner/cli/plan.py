@@ -73,6 +73,8 @@ def plan(
     if wants_deployment(replicas, tp, cluster):
         from partitioner.cli._deploy import run_deploy
 
+        tp = _engine_tp(tp, engine or (export if export in ENGINES else None))
+
         return run_deploy(model, cluster, inputs=(model_file, cluster_file), replicas=replicas, tp=tp, M=M,
                           regime=regime, objective=objective, solver=solver, order=order, time_limit=time_limit,
                           as_json=as_json, out=out, export=export)
@@ -117,6 +119,18 @@ def plan(
         render_plan(result, even)
     if export:
         _print_export(result, export)
+
+
+def _engine_tp(tp: str | None, engine: str | None) -> str | None:
+    """TP groups for an engine that takes one TP degree for every stage (vLLM, SGLang, TensorRT-LLM:
+    partitioner.deploy.deployment.UNIFORM_TP_ENGINES): per-stage degrees ("auto", or unset with
+    cluster.yaml's tp:) become "uniform", said on stderr; "node" and "off" stay as asked."""
+    from partitioner.deploy.deployment import UNIFORM_TP_ENGINES
+
+    if engine in UNIFORM_TP_ENGINES and tp in (None, "auto"):
+        click.echo(f"note: {engine} takes one tensor-parallel degree for every stage: planning with --tp uniform", err=True)
+        return "uniform"
+    return tp
 
 
 def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None) -> None:

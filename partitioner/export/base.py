@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from partitioner.errors import PartitionerError
@@ -105,7 +106,9 @@ def unsupported_gpus(view: PlanView, engine: str, minimum: tuple[int, int] | Non
         return [], []
     bad, unknown = [], []
     for s, st in enumerate(view.stages):
-        for gpu in st.gpu.split("+"):  # a mixed TP group names its GPU types joined by "+"
+        for name in st.gpu.split("+"):  # a mixed TP group names its GPU types joined by "+"
+            # a measured group profile ("l4x2") is a group of the catalogue's GPU ("l4")
+            gpu = name.rsplit("x", 1)[0] if st.tp > 1 and re.fullmatch(r".+x\d+", name) else name
             cc = compute_capability(gpu)
             if cc is None:
                 unknown.append(f"{gpu!r}")

@@ -36,9 +36,11 @@ def cuda_ordinals(view: PlanView, given: Mapping[str, int] | None = None) -> tup
         devs = [d for st in view.stages if st.node == node for d in st.group]
         todo = [d for d in devs if d not in given]
         trailing = {d: _TRAILING.search(d) for d in todo}
-        listed = {st.device: st.ordinal for st in view.stages if st.node == node and st.ordinal is not None}
         order = view.listed(node)
-        listed.update({d: order.index(d) for d in devs if d in order})
+        if all(d in order for d in devs):  # the node's devices as cluster.yaml lists them
+            listed = {d: order.index(d) for d in devs}
+        else:  # a stage's `ordinal` is its (first) device's listed position
+            listed = {st.group[0]: st.ordinal for st in view.stages if st.node == node and st.ordinal is not None and st.tp == 1}
         if len(listed) == len(devs) and len(set(listed.values())) == len(devs):
             guess = {d: listed[d] for d in todo}
         elif all(trailing.values()) and len({int(m.group(1)) for m in trailing.values() if m}) == len(todo):

@@ -38,7 +38,7 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
     if len(view.nodes) > 1:
         cannot.append(f"torchgpipe runs in one process on one host, but the plan spans nodes {view.nodes}")
     balance = validate_balance([st.layers for st in view.stages], view.num_layers, view.S)
-    devices = [f"cuda:{ords[st.device]}" for st in view.stages]
+    devices = [f"cuda:{ords[st.group[0]]}" for st in view.stages]  # a TP group: its first GPU (not expressible)
     lines = [
         "# torchgpipe: GPipe(model, balance=balance, devices=devices, chunks=M)",
         f"# assumes model is an nn.Sequential of the plan's {view.num_layers} layers (embedding, decoder layers, LM head)",
