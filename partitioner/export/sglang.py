@@ -35,7 +35,7 @@ from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_co
 from partitioner.export.shell import Step, is_host_name, listing
 from partitioner.export.view import PlanView, node_runs
 from partitioner.export.vllm import validate_partition
-from partitioner.export.workload import launchable
+from partitioner.export.workload import SGLANG_FLAGS, launchable, workload_flags
 
 __all__ = ["MIN_CC", "DIST_PORT", "SERVE_PORT", "node_ranks", "gpu_id", "sglang_flags", "render"]
 
@@ -64,25 +64,8 @@ def gpu_id(pp_rank: int, tp_rank: int, pp_size: int, tp_size: int, nnodes: int, 
 
 
 def sglang_flags(view: PlanView) -> tuple[list[str], list[str]]:
-    """Workload flags of `sglang.launch_server` (server_args.py names) and warnings."""
-    w = launchable(view)
-    flags: list[str] = []
-    warn: list[str] = []
-    if w.dtype:
-        flags += ["--dtype", w.dtype]
-    if w.weights == "fp8":
-        flags += ["--quantization", "fp8"]
-    elif w.weights not in (None, "bf16", "fp16"):
-        warn.append(f"weights are {w.weights}: add --quantization for your checkpoint's method")
-    if w.kv_cache == "fp8":
-        flags += ["--kv-cache-dtype", "fp8_e4m3"]
-    if w.context:
-        flags += ["--context-length", str(w.context)]
-    if w.max_sequences:
-        flags += ["--max-running-requests", str(w.max_sequences)]
-    if not w.model_known:
-        warn.append("the plan has no model id (hf_id:); replace MODEL with the model to serve")
-    return flags, warn
+    """Workload flags of `sglang.launch_server` (`workload.SGLANG_FLAGS`) and warnings."""
+    return workload_flags(view, SGLANG_FLAGS)
 
 
 def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:

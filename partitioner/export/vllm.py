@@ -46,7 +46,7 @@ from partitioner.export.base import Export, ends_cannot_express, plan_warnings, 
 from partitioner.export.devices import cuda_ordinals, group_ordinals, interleaved_nodes, rank_comments, rank_devices
 from partitioner.export.shell import Step, is_host_name, listing
 from partitioner.export.view import PlanView
-from partitioner.export.workload import launchable
+from partitioner.export.workload import VLLM_FLAGS, launchable, workload_flags
 
 __all__ = ["MIN_CC", "RAY_PORT", "SERVE_PORT", "validate_partition", "ray_rank_order", "ray_realises", "render_vllm", "vllm_flags",
            "ray_port"]
@@ -110,27 +110,8 @@ def _assumed_ties(view: PlanView) -> list[str]:
 
 
 def vllm_flags(view: PlanView) -> tuple[list[str], list[str]]:
-    """Workload flags of `vllm serve` (vllm/engine/arg_utils.py names) and warnings."""
-    w = launchable(view)
-    flags: list[str] = []
-    warn: list[str] = []
-    if w.dtype:
-        flags += ["--dtype", w.dtype]
-    if w.weights == "fp8":
-        flags += ["--quantization", "fp8"]
-    elif w.weights not in (None, "bf16", "fp16"):
-        warn.append(f"weights are {w.weights}: add --quantization for your checkpoint's method (awq, gptq, ...)")
-    if w.kv_cache == "fp8":
-        flags += ["--kv-cache-dtype", "fp8"]
-    elif w.kv_cache not in (None, "bf16", "fp16"):
-        warn.append(f"vLLM has no {w.kv_cache} KV cache; it will use the model dtype")
-    if w.context:
-        flags += ["--max-model-len", str(w.context)]
-    if w.max_sequences:
-        flags += ["--max-num-seqs", str(w.max_sequences)]
-    if not w.model_known:
-        warn.append("the plan has no model id (hf_id:); replace MODEL with the model to serve")
-    return flags, warn
+    """Workload flags of `vllm serve` (`workload.VLLM_FLAGS`) and warnings."""
+    return workload_flags(view, VLLM_FLAGS)
 
 
 def render_vllm(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
