@@ -178,3 +178,16 @@ def test_engine_choice_makes_the_plan_uniform_tp(tmp_path: Path) -> None:
         assert "planning with --tp uniform" in res.output
     exp = runner.invoke(main, ["plan", str(model), str(cluster), "--export", "trtllm"])
     assert exp.exit_code == 0 and "one tensor-parallel size" not in exp.output
+
+
+def test_deploy_vllm_example_writes_each_replica_and_the_weights(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(_one_host_pair()))
+    run = subprocess.run([sys.executable, str(root / "examples/deploy_vllm.py"), str(path), str(tmp_path / "out")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01-r0-box.sh", "02-r1-box.sh", ROUTER_FILE]
