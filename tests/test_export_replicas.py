@@ -191,3 +191,20 @@ def test_deploy_vllm_example_writes_each_replica_and_the_weights(tmp_path: Path)
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01-r0-box.sh", "02-r1-box.sh", ROUTER_FILE]
+
+
+def test_engine_choice_llamacpp_plans_one_gpu_per_stage_and_node_mode_is_flagged(tmp_path: Path) -> None:
+    model = tmp_path / "m.yaml"
+    model.write_text("name: m\nhf_id: org/m\nworkload: {context: 4096}\nlayers:\n"
+                     "  - {name: layer, repeat: 8, cost: {l4: 0.007, l4x2: 0.0037, t4: 0.02}, memory_gb: 6.0, out_bytes: 262144}\n")
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("devices:\n" + "".join(f"  - {{name: a{i}, gpu: l4, node: A}}\n" for i in range(2))
+                       + "  - {name: b0, gpu: t4, node: B}\n"
+                       + "links: {inter_node: {latency_ms: 0.1, bandwidth_gb_s: 1.25}}\ntp: [1, 2]\n")
+    runner = CliRunner()
+    res = runner.invoke(main, ["plan", str(model), str(cluster), "--engine", "llamacpp", "--json"])
+    assert res.exit_code == 0 and "planning with --tp off" in res.output
+    doc = json.loads(res.output[res.output.index("{"):])
+    assert all("devices" not in st for st in doc["stages"])
+    node = runner.invoke(main, ["plan", str(model), str(cluster), "--tp", "node", "--export", "vllm"])
+    assert node.exit_code == 0 and "--tp node gives machines with 1/2 GPUs different TP degrees" in node.output

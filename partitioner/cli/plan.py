@@ -71,9 +71,9 @@ def plan(
 
     model, cluster = load_inputs(model_file, cluster_file)
     if wants_deployment(replicas, tp, cluster):
+        tp = _engine_tp(tp, engine or (export if export in ENGINES else None), cluster)
+    if wants_deployment(replicas, tp, cluster):  # (one pipeline with --tp off: the engine-order path below)
         from partitioner.cli._deploy import run_deploy
-
-        tp = _engine_tp(tp, engine or (export if export in ENGINES else None))
 
         return run_deploy(model, cluster, inputs=(model_file, cluster_file), replicas=replicas, tp=tp, M=M,
                           regime=regime, objective=objective, solver=solver, order=order, time_limit=time_limit,
@@ -121,15 +121,27 @@ def plan(
         _print_export(result, export)
 
 
-def _engine_tp(tp: str | None, engine: str | None) -> str | None:
-    """TP groups for an engine that takes one TP degree for every stage (vLLM, SGLang, TensorRT-LLM:
-    partitioner.deploy.deployment.UNIFORM_TP_ENGINES): per-stage degrees ("auto", or unset with
-    cluster.yaml's tp:) become "uniform", said on stderr; "node" and "off" stay as asked."""
+def _engine_tp(tp: str | None, engine: str | None, cluster: Any) -> str | None:
+    """TP groups as the engine can launch them. vLLM, SGLang and TensorRT-LLM take one TP degree for
+    every stage (partitioner.deploy.deployment.UNIFORM_TP_ENGINES): per-stage degrees ("auto", or
+    unset with cluster.yaml's tp:) become "uniform". llama.cpp cannot run TP inside its layer split
+    (partitioner.export.llamacpp): one GPU per stage ("off"). Said on stderr; explicit choices stay."""
     from partitioner.deploy.deployment import UNIFORM_TP_ENGINES
 
-    if engine in UNIFORM_TP_ENGINES and tp in (None, "auto"):
+    if tp not in (None, "auto"):
+        if tp == "node" and engine in UNIFORM_TP_ENGINES:
+            sizes = {sum(1 for d in cluster.devices if d.node == n) for n in {d.node for d in cluster.devices}}
+            if len(sizes) > 1:
+                click.echo(f"note: --tp node gives machines with {'/'.join(map(str, sorted(sizes)))} GPUs different TP "
+                           f"degrees, which {engine} cannot launch (one degree for every stage)", err=True)
+        return tp
+    if engine in UNIFORM_TP_ENGINES:
         click.echo(f"note: {engine} takes one tensor-parallel degree for every stage: planning with --tp uniform", err=True)
         return "uniform"
+    if engine == "llamacpp":
+        click.echo("note: llama.cpp cannot run tensor parallelism inside its layer split: planning with --tp off "
+                   "(one GPU per stage)", err=True)
+        return "off"
     return tp
 
 
