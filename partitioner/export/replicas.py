@@ -19,8 +19,9 @@ Data parallelism, when every replica is identical (same GPUs, TP degrees and lay
   [d * world_size, (d+1) * world_size) (`vllm/v1/engine/utils.py::get_device_indices`), so
   listing each replica's rank order one after the other places every replica on its GPUs;
   printed as an alternative launch. Across hosts only noted (the per-replica launches follow).
-- SGLang `--dp-size N`: `DataParallelController.launch_dp_schedulers` advances base_gpu_id
-  by tp_size per DP rank, not pp_size * tp_size, so it places identical replicas only when
+- SGLang `--dp-size N`: `DataParallelController.launch_dp_schedulers`
+  (`python/sglang/srt/managers/data_parallel_controller.py`, main) advances base_gpu_id by
+  tp_size (times gpu_id_step) per DP rank, not pp_size * tp_size, so it places identical replicas only when
   each is one stage (pp_size 1); printed then, else noted.
 """
 

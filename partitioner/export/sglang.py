@@ -15,7 +15,8 @@ Rules, read from sgl-project/sglang (main, `python/sglang/srt/entrypoints/engine
   tp_size_per_node = tp_size (nnodes_per_tp_group = max(nnodes // pp_size, 1) = 1) and the
   scheduler of (pp_rank, tp_rank) takes `gpu_id = base_gpu_id + (pp_rank % pp_size_per_node) *
   tp_size_per_node + (tp_rank % tp_size_per_node) * gpu_id_step` (`_launch_scheduler_processes`,
-  `python/sglang/srt/entrypoints/engine.py`, main): the node's CUDA_VISIBLE_DEVICES lists its
+  `python/sglang/srt/entrypoints/engine.py`, main with pipeline parallelism, i.e. with the
+  `_calculate_rank_ranges` helper; older engine.py without PP used base_gpu_id + tp_rank): the node's CUDA_VISIBLE_DEVICES lists its
   stages' groups in stage order, each group in TP-rank order.
 - Data parallelism (`--dp-size`): `DataParallelController.launch_dp_schedulers`
   (`python/sglang/srt/managers/data_parallel_controller.py`) starts DP rank d at

@@ -12,7 +12,7 @@ Rules, read from NVIDIA/TensorRT-LLM (main, after PR #9003):
   local rank k on the k-th visible GPU; one host: `CUDA_VISIBLE_DEVICES` in stage order.
 - Tensor parallelism (`--tp_size`, one int for every stage: `Mapping.tp_size`): rank =
   pp_rank * tp_size + tp_rank (`tp_rank = rank % tp_size`, `pp_rank = rank // (tp_size * cp_size)`;
-  checked in `tests/unittest/others/test_mapping.py::TestMapping.test_mapping`: tp 2, pp 4,
+  checked in `tests/unittest/others/test_mapping.py::TestMapping.test_mapping` at commit 2a9abd9: tp 2, pp 4,
   rank 6 has tp_group [6, 7] and pp_group [0, 2, 4, 6]); world size = pp_size * tp_size MPI
   ranks, so each node's CUDA_VISIBLE_DEVICES lists its stages' groups in stage order.
 - Minimum compute capability 8.0: the lowest architecture on the supported-hardware list

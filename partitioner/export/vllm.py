@@ -20,7 +20,9 @@ commit 016b964):
   (`vllm/config/parallel.py::ParallelConfig.tensor_parallel_size`, a single int). Global rank
   = pp_rank * tp + tp_rank: `vllm/distributed/parallel_state.py::initialize_model_parallel`
   reshapes `arange(world_size)` to (-1, dp, pp, tp), and `RayDistributedExecutor._init_workers_ray`
-  builds `pp_tp_workers[pp_rank]` from `workers[pp_rank * tp + tp_rank]`. So the TP group of
+  builds `pp_tp_workers[pp_rank]` from `workers[pp_rank * tp + tp_rank]` (ray_executor.py at
+  commit ff583b3, which also sets each worker's CUDA_VISIBLE_DEVICES to all of its node's
+  sorted GPU ids and indexes it by local_rank). So the TP group of
   stage s is ranks [s*tp, (s+1)*tp): on one host `CUDA_VISIBLE_DEVICES` lists stage 0's group,
   then stage 1's, ...; over Ray a node's consecutive ranks take its GPUs in ascending id, so a
   plan is expressible iff on every node the groups, in stage order, hold ascending GPU ids
