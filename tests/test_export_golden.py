@@ -33,6 +33,9 @@ SCENARIOS = {
     "tp-one-host": (tp_plan([(["g2", "g3"], "box"), (["g0", "g1"], "box")], meta=META, hosts={"box": "10.0.0.2"}), None),
     # TP 2 over two hosts: one group on the head, two on the other host (fewer workers first: Ray keeps it)
     "tp-hosts": (tp_plan([(["h0", "h1"], "head"), (["b0", "b1"], "box"), (["b2", "b3"], "box")], meta=META, hosts=HOSTS), None),
+    # TP 2, two groups on each of two hosts: every engine's per-node rank rule holds
+    "tp-even-hosts": (tp_plan([(["h0", "h1"], "head"), (["h2", "h3"], "head"), (["b0", "b1"], "box"), (["b2", "b3"], "box")],
+                              n_dec=16, meta=META, hosts=HOSTS), None),
 }
 
 
