@@ -65,16 +65,23 @@ def test_vllm_data_parallel_launch_places_each_replica_on_its_gpus() -> None:
     assert "--tensor-parallel-size 2" in line
 
 
-def test_sglang_dp_size_only_without_pipeline_stages() -> None:
-    assert "--dp-size 2" in render(_one_host_pair(), "sglang").text  # pp 1: base_gpu_id += tp_size places them
+def test_sglang_dp_size_places_identical_pipelines_on_their_gpus() -> None:
+    from partitioner.export import sglang as sg
+
+    assert "--dp-size 2" in render(_one_host_pair(), "sglang").text
     two = [tp_plan([(["a", "b"], "box"), (["c", "d"], "box")], meta=META), tp_plan([(["e", "f"], "box"), (["g", "h"], "box")], meta=META)]
     for doc in two:
         doc["hosts"][0]["devices"] = list("abcdefgh")
         for st in doc["stages"]:
             st["ordinal"] = "abcdefgh".index(st["devices"][0])
     out = render(deployment(two, [0.5, 0.5], identical=True), "sglang")
-    commands = [x for x in out.text.splitlines() if not x.startswith("#")]
-    assert not any("--dp-size" in x for x in commands) and "would share GPUs" in out.text
+    line = next(x for x in out.text.splitlines() if x.startswith("CUDA_VISIBLE_DEVICES=") and "--dp-size 2" in x)
+    visible = [int(x) for x in line.split("CUDA_VISIBLE_DEVICES=")[1].split()[0].split(",")]
+    # data_parallel_controller.py: DP rank d starts at d * tp * pp; engine.py: + pp_rank * tp + tp_rank
+    for d, doc in enumerate(two):
+        for p, st in enumerate(doc["stages"]):
+            got = {visible[sg.gpu_id(p, t, pp_size=2, tp_size=2, nnodes=1, dp_rank=d)] for t in range(2)}
+            assert got == {"abcdefgh".index(m) for m in st["devices"]}
 
 
 def test_vllm_replicas_sharing_a_ray_host_are_not_expressible() -> None:

@@ -20,9 +20,10 @@ Data parallelism, when every replica is identical (same GPUs, TP degrees and lay
   listing each replica's rank order one after the other places every replica on its GPUs;
   printed as an alternative launch. Across hosts only noted (the per-replica launches follow).
 - SGLang `--dp-size N`: `DataParallelController.launch_dp_schedulers`
-  (`python/sglang/srt/managers/data_parallel_controller.py`, main) advances base_gpu_id by
-  tp_size (times gpu_id_step) per DP rank, not pp_size * tp_size, so it places identical replicas only when
-  each is one stage (pp_size 1); printed then, else noted.
+  (`python/sglang/srt/managers/data_parallel_controller.py`, main) starts DP rank d at GPU
+  d * tp_size * pp_size (times gpu_id_step), so the same listing places them on one host
+  (`partitioner.export.sglang.gpu_id`); printed as an alternative launch too.
+Across hosts the output says the replicas are identical and launches each one.
 """
 
 from __future__ import annotations
@@ -185,10 +186,6 @@ def _data_parallel(dv: DeploymentView, target: str, ordinals: Mapping[str, int] 
     if len(hosts) > 1:
         return "", [f"the replicas are identical: {target} {flag} {n} can express them; across hosts its rank "
                     "placement is not printed here, so one launch per replica follows"]
-    if target == "sglang" and first.S > 1:
-        return "", [f"the replicas are identical, but SGLang {flag} {n} advances base_gpu_id by tp_size per DP rank "
-                    "(DataParallelController.launch_dp_schedulers), not by pp_size * tp_size: with pipeline stages "
-                    "the DP ranks would share GPUs, so one launch per replica follows"]
     from partitioner.export import render
     from partitioner.export.devices import cuda_ordinals, rank_devices
 

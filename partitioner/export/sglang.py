@@ -18,12 +18,11 @@ Rules, read from sgl-project/sglang (main, `python/sglang/srt/entrypoints/engine
   `python/sglang/srt/entrypoints/engine.py`, main with pipeline parallelism, i.e. with the
   `_calculate_rank_ranges` helper; older engine.py without PP used base_gpu_id + tp_rank): the node's CUDA_VISIBLE_DEVICES lists its
   stages' groups in stage order, each group in TP-rank order.
-- Data parallelism (`--dp-size`): `DataParallelController.launch_dp_schedulers`
-  (`python/sglang/srt/managers/data_parallel_controller.py`) starts DP rank d at
-  `base_gpu_id` advanced by tp_size (times gpu_id_step) per rank, not by pp_size * tp_size, so
-  with pp_size > 1 the replicas' GPUs would overlap: identical pipeline replicas are launched
-  one per replica (own --port, --dist-init-addr port and --nccl-port), and --dp-size is
-  offered only for one-stage replicas.
+- Data parallelism (`--dp-size`, identical replicas): `DataParallelController.launch_dp_schedulers`
+  (`python/sglang/srt/managers/data_parallel_controller.py`, main) starts DP rank d at
+  base_gpu_id + d * tp_size * pp_size * gpu_id_step (older releases without PP stepped by
+  tp_size only), so on one host DP rank d takes visible devices [d * W, (d+1) * W), W = pp * tp
+  (`gpu_id`, `partitioner.export.replicas`).
 - Minimum compute capability: no documented minimum was found in the source; not checked.
 """
 
@@ -56,12 +55,14 @@ def node_ranks(pp_size: int, nnodes: int, node_rank: int) -> range:
 
 
 def gpu_id(pp_rank: int, tp_rank: int, pp_size: int, tp_size: int, nnodes: int, base_gpu_id: int = 0,
-           gpu_id_step: int = 1) -> int:
-    """The CUDA_VISIBLE_DEVICES index SGLang's scheduler of (pp_rank, tp_rank) uses on its node
-    (`_calculate_rank_ranges` + `_launch_scheduler_processes`)."""
+           gpu_id_step: int = 1, dp_rank: int = 0) -> int:
+    """The CUDA_VISIBLE_DEVICES index SGLang's scheduler of (pp_rank, tp_rank) of DP rank
+    `dp_rank` uses on its node (`_calculate_rank_ranges` + `_launch_scheduler_processes`; the DP
+    offset from `DataParallelController.launch_dp_schedulers`)."""
     pp_per_node = max(pp_size // nnodes, 1)
     tp_per_node = tp_size // max(nnodes // pp_size, 1)
-    return base_gpu_id + (pp_rank % pp_per_node) * tp_per_node + (tp_rank % tp_per_node) * gpu_id_step
+    dp_offset = dp_rank * tp_size * pp_size * gpu_id_step
+    return base_gpu_id + dp_offset + (pp_rank % pp_per_node) * tp_per_node + (tp_rank % tp_per_node) * gpu_id_step
 
 
 def sglang_flags(view: PlanView) -> tuple[list[str], list[str]]:
