@@ -60,7 +60,7 @@ def test_vllm_data_parallel_launch_places_each_replica_on_its_gpus() -> None:
     assert "--data-parallel-size 2" in out.text
     line = next(x for x in out.text.splitlines() if "--data-parallel-size" in x and x.startswith("CUDA_VISIBLE_DEVICES="))
     visible = line.split("CUDA_VISIBLE_DEVICES=")[1].split()[0].split(",")
-    world = 2  # pp 1 x tp 2; vllm/v1/engine/utils.py::get_device_indices: [d*world, (d+1)*world)
+    world = 2  # pp 1 x tp 2; Worker.init_device: local_rank += d * pp * tp, i.e. [d*world, (d+1)*world)
     assert [visible[d * world:(d + 1) * world] for d in range(2)] == [["0", "1"], ["2", "3"]]
     assert "--tensor-parallel-size 2" in line
 

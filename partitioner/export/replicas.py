@@ -16,7 +16,8 @@ computed them) are written as ROUTER_FILE beside the scripts, each with the repl
 
 Data parallelism, when every replica is identical (same GPUs, TP degrees and layer ranges):
 - vLLM `--data-parallel-size N`: on one host, local DP rank d takes visible devices
-  [d * world_size, (d+1) * world_size) (`vllm/v1/engine/utils.py::get_device_indices`), so
+  [d * world_size, (d+1) * world_size), world_size = pp * tp (`Worker.init_device` in
+  `vllm/v1/worker/gpu_worker.py`; older: `vllm/v1/engine/utils.py::get_device_indices`), so
   listing each replica's rank order one after the other places every replica on its GPUs;
   printed as an alternative launch. Across hosts only noted (the per-replica launches follow).
 - SGLang `--dp-size N`: `DataParallelController.launch_dp_schedulers`

@@ -28,8 +28,10 @@ commit 016b964):
   plan is expressible iff on every node the groups, in stage order, hold ascending GPU ids
   (`ray_realises` on the expanded rank list; each group listed in ascending id).
 - Data parallelism (`--data-parallel-size N`, identical replicas): on one host, local DP rank d
-  runs on visible devices [d * world_size, (d+1) * world_size)
-  (`vllm/v1/engine/utils.py::get_device_indices`, called by `set_device_control_env_var`);
+  runs on visible devices [d * world_size, (d+1) * world_size), world_size = pp * tp: current
+  main offsets each worker's device index (`vllm/v1/worker/gpu_worker.py::Worker.init_device`,
+  local_rank += dp_local_rank * pp * tp); older V1 releases set CUDA_VISIBLE_DEVICES per DP
+  rank to the same block (`vllm/v1/engine/utils.py::get_device_indices`);
   `partitioner.export.deployment` prints that launch beside the per-replica ones.
 - The multiprocessing executor across hosts (`--nnodes`) is not used: it asserts
   `world_size % nnodes_within_dp == 0` and gives every node `local_world_size` consecutive
