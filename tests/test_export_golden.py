@@ -1,5 +1,5 @@
 """Golden launch plans per target: one host, uneven GPU counts across hosts, a stage holding only the
-embedding, and a Pascal GPU. Hand-built plans (no roofline numbers); regenerate the files with
+embedding, a Pascal GPU, and tensor-parallel stages (TP 2) on one host and across hosts. Hand-built plans (no roofline numbers); regenerate the files with
 PARTITIONER_UPDATE_GOLDEN=1 pytest tests/test_export_golden.py and review the diff."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_export_launch import plan_of
+from test_export_tp import tp_plan
 
 from partitioner.export import TARGETS, render
 
@@ -28,6 +29,13 @@ SCENARIOS = {
     # a GTX 1070 (compute capability 6.1) on the second host
     "pascal": (plan_of([("h0", "head"), ("b0", "box")], gpus={"h0": "rtx-3090", "b0": "gtx-1070"}, meta=META, hosts=HOSTS),
                {"h0": 0, "b0": 0}),
+    # TP 2 on one host: stage 0 on GPUs 2, 3, stage 1 on GPUs 0, 1 (ordinals from the hosts' device lists)
+    "tp-one-host": (tp_plan([(["g2", "g3"], "box"), (["g0", "g1"], "box")], meta=META, hosts={"box": "10.0.0.2"}), None),
+    # TP 2 over two hosts: one group on the head, two on the other host (fewer workers first: Ray keeps it)
+    "tp-hosts": (tp_plan([(["h0", "h1"], "head"), (["b0", "b1"], "box"), (["b2", "b3"], "box")], meta=META, hosts=HOSTS), None),
+    # TP 2, two groups on each of two hosts: every engine's per-node rank rule holds
+    "tp-even-hosts": (tp_plan([(["h0", "h1"], "head"), (["h2", "h3"], "head"), (["b0", "b1"], "box"), (["b2", "b3"], "box")],
+                              n_dec=16, meta=META, hosts=HOSTS), None),
 }
 
 

@@ -175,6 +175,21 @@ def test_workload_and_serving_reach_the_flags() -> None:
     assert "--max_seq_len 4096 --max_batch_size 24" in " ".join(render(doc, "trtllm").steps[-1].argv)
 
 
+
+def test_one_flag_table_per_engine() -> None:
+    from partitioner.export.workload import SGLANG_FLAGS, VLLM_FLAGS
+
+    meta = {"model_id": "m", "workload": {"weights": "int4", "kv_cache": "int8", "activations": "fp16", "context": 2048}}
+    doc = plan_of([("a0", "A")], meta=meta)
+    for target, table in (("vllm", VLLM_FLAGS), ("sglang", SGLANG_FLAGS)):
+        out = render(doc, target)
+        argv = " ".join(out.steps[-1].argv)
+        assert f"{table.dtype} float16 {table.context} 2048" in argv and table.kv_cache_dtype not in argv
+        assert any(f"{table.engine} has no int8 KV cache" in w for w in out.warnings)
+        assert any(f"add {table.quantization}" in w for w in out.warnings)
+    assert (VLLM_FLAGS.kv_fp8, SGLANG_FLAGS.kv_fp8) == ("fp8", "fp8_e4m3")
+
+
 # -- the scripts themselves ----------------------------------------------------------------------
 HOSTILE = ["node-03;touch PWNED;", "new\nline", "with space", "q'uo\"te", "$(touch PWNED)"]
 

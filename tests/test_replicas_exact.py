@@ -215,7 +215,7 @@ def test_greedy_mode_beyond_the_state_limit(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(used) == len(set(used))
 
 
-def test_cli_export_with_replicas_is_a_one_line_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_export_with_replicas_exports_each_replica(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from click.testing import CliRunner
 
     from partitioner.cli import main
@@ -225,7 +225,7 @@ def test_cli_export_with_replicas_is_a_one_line_error(tmp_path) -> None:  # type
     cluster = tmp_path / "c.yaml"
     cluster.write_text("devices:\n" + "".join(f"  - {{name: l{i}, gpu: l4, node: n{i}}}\n" for i in range(4)))
     res = CliRunner().invoke(main, ["plan", str(model), str(cluster), "--replicas", "2", "--export", "vllm"])
-    assert res.exit_code == 2 and "--export vllm takes one pipeline" in res.output
+    assert res.exit_code == 0 and "=== replica 1" in res.output  # one launch per replica (tests/test_export_replicas.py)
 
 
 def test_ctrl_c_and_time_limit_return_the_best_so_far(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,16 +22,13 @@ def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: s
     """Plan the loaded `model` on `cluster` (read from the files `inputs`), print (table or JSON)
     and optionally write the result."""
     from partitioner.deploy.plan import parse_replicas, plan_deployment
-    from partitioner.errors import InputError
 
     count = parse_replicas(replicas)
-    if export and count != 1:
-        raise InputError(f"--export {export} takes one pipeline; with --replicas use --json (one launch per "
-                         "replica is not exported yet)")
     with _progress(enabled=count != 1) as progress:
         result = plan_deployment(model, cluster, replicas=count, tp=tp, M=M, regime=regime,
                                  objective=objective, solver=solver, order=order, time_limit_s=time_limit,
                                  progress=progress)
+    result = _with_metadata(result, model, cluster)  # model id, workload, hosts: what the exports read
     if out:
         from partitioner.cli._output import safe_write
         from partitioner.deploy.deployment import DEPLOYMENT_FORMAT
@@ -53,6 +50,17 @@ def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: s
             click.echo(f"note: {note}")
     else:
         render_deployment(result)
+
+
+def _with_metadata(result: Any, model: Any, cluster: Any) -> Any:
+    """A Plan, or every replica of a Deployment, carrying the plan JSON's input fields."""
+    import dataclasses
+
+    from partitioner.api import with_metadata
+
+    if hasattr(result, "replicas"):
+        return dataclasses.replace(result, replicas=tuple(with_metadata(p, model, cluster) for p in result.replicas))
+    return with_metadata(result, model, cluster)
 
 
 class _progress:

@@ -2,7 +2,8 @@
 
 The engine's text goes to stdout (nothing else), warnings and what the target cannot
 express to stderr. `--host NODE` prints only that host's script(s) (sourceable);
-`--write-scripts DIR` writes one script per host in run order. `--strict` refuses with
+`--write-scripts DIR` writes one script per host in run order. PLAN.json may be a deployment
+(several replicas): one launch per replica, and the router weights file beside the scripts. `--strict` refuses with
 exit code 3 (infeasible plan), 5 (the target cannot express it) or 6 (a GPU below the
 engine's minimum compute capability).
 """
@@ -73,9 +74,9 @@ def export(
 ) -> None:
     """Print PLAN.json (written by `partition plan --out`) as TARGET takes it."""
     from partitioner.export import render
-    from partitioner.export.load import load_plan
+    from partitioner.export.load import load_export_input
 
-    result = render(load_plan(plan_file), target, ordinals=parse_device_ids(device_id), endpoints=parse_endpoints(rpc_endpoint))
+    result = render(load_export_input(plan_file), target, ordinals=parse_device_ids(device_id), endpoints=parse_endpoints(rpc_endpoint))
     emit(result, strict=strict, host=host, out_dir=out_dir, inputs=(plan_file,))
 
 
@@ -104,11 +105,17 @@ def emit(result: object, *, strict: bool, host: str | None = None, out_dir: str 
 
         if not scripts:
             raise InputError(f"--write-scripts: {result.target} prints a snippet, not launch scripts")
+        from partitioner.export.replicas import ROUTER_FORMAT
+
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         paths = [check_writable(Path(out_dir) / name, inputs=inputs, marker=MARKER) for name, _ in scripts]
-        for path, (_, text) in zip(paths, scripts, strict=True):
+        extra = [check_writable(Path(out_dir) / name, inputs=inputs, marker=ROUTER_FORMAT) for name, _ in result.files]
+        for path, (_, text) in zip(paths, scripts, strict=True):  # staged: every file or none (safe_write)
             safe_write(path, text, inputs=inputs, marker=MARKER, mode=0o755)
-        click.echo(f"wrote {len(paths)} scripts to {out_dir}: run them in name order, each on its host", err=True)
+        for path, (_, text) in zip(extra, result.files, strict=True):
+            safe_write(path, text, inputs=inputs, marker=ROUTER_FORMAT)
+        more = f" and {', '.join(n for n, _ in result.files)}" if result.files else ""
+        click.echo(f"wrote {len(paths)} scripts{more} to {out_dir}: run them in name order, each on its host", err=True)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     for kind, message in result.problems():
@@ -116,8 +123,9 @@ def emit(result: object, *, strict: bool, host: str | None = None, out_dir: str 
 
 
 def _group_hosts(result: object) -> list[str]:
-    hosts: list[str] = []
+    """The host of each script (`shell.scripts` groups consecutive steps by host and replica)."""
+    keys: list[tuple[str, str]] = []
     for step in getattr(result, "steps", ()):
-        if not hosts or hosts[-1] != step.host:
-            hosts.append(step.host)
-    return hosts
+        if not keys or keys[-1] != (step.host, step.tag):
+            keys.append((step.host, step.tag))
+    return [h for h, _ in keys]

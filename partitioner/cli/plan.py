@@ -79,6 +79,8 @@ def plan(
 
     model, cluster = load_inputs(model_file, cluster_file)
     if wants_deployment(replicas, tp, cluster):
+        tp = _engine_tp(tp, engine or (export if export in ENGINES else None), cluster)
+    if wants_deployment(replicas, tp, cluster):  # (one pipeline with --tp off: the engine-order path below)
         from partitioner.cli._deploy import run_deploy
 
         return run_deploy(model, cluster, inputs=(model_file, cluster_file), replicas=replicas, tp=tp, M=M,
@@ -125,6 +127,30 @@ def plan(
         render_plan(result, even)
     if export:
         _print_export(result, export)
+
+
+def _engine_tp(tp: str | None, engine: str | None, cluster: Any) -> str | None:
+    """TP groups as the engine can launch them. vLLM, SGLang and TensorRT-LLM take one TP degree for
+    every stage (partitioner.deploy.deployment.UNIFORM_TP_ENGINES): per-stage degrees ("auto", or
+    unset with cluster.yaml's tp:) become "uniform". llama.cpp cannot run TP inside its layer split
+    (partitioner.export.llamacpp): one GPU per stage ("off"). Said on stderr; explicit choices stay."""
+    from partitioner.deploy.deployment import UNIFORM_TP_ENGINES
+
+    if tp not in (None, "auto"):
+        if tp == "node" and engine in UNIFORM_TP_ENGINES:
+            sizes = {sum(1 for d in cluster.devices if d.node == n) for n in {d.node for d in cluster.devices}}
+            if len(sizes) > 1:
+                click.echo(f"note: --tp node gives machines with {'/'.join(map(str, sorted(sizes)))} GPUs different TP "
+                           f"degrees, which {engine} cannot launch (one degree for every stage)", err=True)
+        return tp
+    if engine in UNIFORM_TP_ENGINES:
+        click.echo(f"note: {engine} takes one tensor-parallel degree for every stage: planning with --tp uniform", err=True)
+        return "uniform"
+    if engine == "llamacpp":
+        click.echo("note: llama.cpp cannot run tensor parallelism inside its layer split: planning with --tp off "
+                   "(one GPU per stage)", err=True)
+        return "off"
+    return tp
 
 
 def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None) -> None:

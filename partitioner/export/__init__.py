@@ -7,7 +7,9 @@
 `partitioner.registry`, which the CLI's `--to`/`--export` choices and the report read; each
 target's rules live in its own module, cited from the engine's source, and are replayed on
 what it emits. Launch targets (vllm, sglang, trtllm, llamacpp) return the per-host `Step`s
-behind `Export.scripts`. Pure: no I/O; the CLI prints or writes the result.
+behind `Export.scripts`. A deployment (several replicas: a `Deployment` or its JSON) is
+exported one launch per replica with its router weights (`partitioner.export.replicas`).
+Pure: no I/O; the CLI prints or writes the result.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ def render(
     """
     if target not in REGISTRY:
         raise InputError(f"unknown export target {target!r}; valid targets: {', '.join(TARGETS)}")
+    from partitioner.export.replicas import DeploymentView, is_deployment, parse_deployment, render_deployment
+
+    if isinstance(plan, DeploymentView) or is_deployment(plan):
+        dv = plan if isinstance(plan, DeploymentView) else parse_deployment(plan)
+        return render_deployment(dv, target, ordinals, endpoints)
     view = view_of(plan)
     module, name, takes_ords, takes_eps, _ = REGISTRY[target]
     fn = getattr(importlib.import_module(module), name)

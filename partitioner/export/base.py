@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from partitioner.errors import PartitionerError
@@ -10,7 +11,7 @@ from partitioner.export.view import PlanView
 
 __all__ = [
     "Export", "plan_warnings", "ends_cannot_express", "unsupported_gpus", "compute_capability",
-    "STRICT_EXIT_CODES", "StrictRefusal",
+    "STRICT_EXIT_CODES", "StrictRefusal", "uniform_tp", "no_tp",
 ]
 
 # `partition export --strict` / `partition plan --export --strict`: exit code per problem kind
@@ -38,6 +39,7 @@ class Export:
     unsupported: tuple[str, ...] = ()  # stages on GPUs below the engine's minimum compute capability
     steps: tuple[Step, ...] = ()
     infeasible: bool = False
+    files: tuple[tuple[str, str], ...] = ()  # (file name, text) written beside the scripts (router weights)
 
     @property
     def scripts(self) -> tuple[tuple[str, str], ...]:
@@ -104,13 +106,38 @@ def unsupported_gpus(view: PlanView, engine: str, minimum: tuple[int, int] | Non
         return [], []
     bad, unknown = [], []
     for s, st in enumerate(view.stages):
-        cc = compute_capability(st.gpu)
-        if cc is None:
-            unknown.append(f"{st.gpu!r}")
-        elif cc < minimum:
-            bad.append(
-                f"stage {s} ({st.device!r}) is a {st.gpu} (compute capability {cc[0]}.{cc[1]}); "
-                f"{engine} needs {minimum[0]}.{minimum[1]} or higher ({source})"
-            )
+        for name in st.gpu.split("+"):  # a mixed TP group names its GPU types joined by "+"
+            # a measured group profile ("l4x2") is a group of the catalogue's GPU ("l4")
+            gpu = name.rsplit("x", 1)[0] if st.tp > 1 and re.fullmatch(r".+x\d+", name) else name
+            cc = compute_capability(gpu)
+            if cc is None:
+                unknown.append(f"{gpu!r}")
+            elif cc < minimum:
+                bad.append(
+                    f"stage {s} ({st.device!r}) is a {gpu} (compute capability {cc[0]}.{cc[1]}); "
+                    f"{engine} needs {minimum[0]}.{minimum[1]} or higher ({source})"
+                )
     warn = [f"compute capability unknown for {', '.join(sorted(set(unknown)))}; not checked against {engine}'s minimum"] if unknown else []
     return bad, warn
+
+
+def uniform_tp(view: PlanView, engine: str, engine_id: str, source: str) -> tuple[int, list[str]]:
+    """(TP degree, what cannot be expressed) for an engine taking one tensor-parallel size for
+    every pipeline stage (`source`: where the engine says so). With several degrees the
+    first stage's is printed and the plan is marked not expressible."""
+    degrees = view.tp_degrees
+    if len(degrees) == 1:
+        return degrees[0], []
+    per = "/".join(str(st.tp) for st in view.stages)
+    return view.stages[0].tp, [
+        f"{engine} takes one tensor-parallel size for every pipeline stage ({source}), but the plan's stages "
+        f"have TP degrees {per}; re-plan with `partition plan --engine {engine_id}`"
+    ]
+
+
+def no_tp(view: PlanView, engine: str, why: str) -> list[str]:
+    """A snippet target that gives each stage one device: TP groups cannot be expressed."""
+    if view.tp_degrees == [1]:
+        return []
+    per = "/".join(str(st.tp) for st in view.stages)
+    return [f"{engine} {why}, but the plan's stages have TP degrees {per}"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from partitioner.export.base import Export, plan_warnings
+from partitioner.export.base import Export, no_tp, plan_warnings
 from partitioner.export.devices import rank_comments
 from partitioner.export.view import PlanView
 
@@ -47,4 +47,6 @@ def render(view: PlanView) -> Export:
         *rank_comments(view, "stage"),
     ]
     lines.append(f"parts={parts}")
-    return Export("deepspeed", "\n".join(lines) + "\n", tuple(warnings), ())
+    cannot = no_tp(view, "this DeepSpeed snippet", "sets pipeline stages only (tensor parallelism comes from the "
+                   "PipelineModule's topology and the model's own TP layers, one degree for all stages)")
+    return Export("deepspeed", "\n".join(lines) + "\n", tuple(warnings), tuple(cannot))

@@ -11,30 +11,36 @@ node's stage devices sorted by name. Inferred ordinals are reported as a warning
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from partitioner.errors import InputError
 from partitioner.export.view import PlanView, decoder_ranges, node_runs
 
-__all__ = ["cuda_ordinals", "rank_comments", "single_node", "interleaved_nodes", "visible_devices"]
+__all__ = ["cuda_ordinals", "rank_comments", "single_node", "interleaved_nodes", "visible_devices", "group_ordinals",
+           "rank_devices"]
 
 _TRAILING = re.compile(r"(\d+)$")
 
 
 def cuda_ordinals(view: PlanView, given: Mapping[str, int] | None = None) -> tuple[dict[str, int], list[str]]:
-    """CUDA ordinal of every stage device, and the warnings saying which were inferred."""
+    """CUDA ordinal of every stage device (every member of a TP group), and the warnings saying
+    which were inferred."""
     given = dict(given or {})
-    names = {st.device for st in view.stages}
+    names = {d for st in view.stages for d in st.group}
     unknown = sorted(set(given) - names)
     if unknown:
         raise InputError(f"--device-id names devices not in the plan: {', '.join(map(repr, unknown))} (plan: {', '.join(sorted(names))})")
     out: dict[str, int] = {}
     inferred: list[str] = []
     for node in view.nodes:
-        devs = [st.device for st in view.stages if st.node == node]
+        devs = [d for st in view.stages if st.node == node for d in st.group]
         todo = [d for d in devs if d not in given]
         trailing = {d: _TRAILING.search(d) for d in todo}
-        listed = {st.device: st.ordinal for st in view.stages if st.node == node and st.ordinal is not None}
+        order = view.listed(node)
+        if all(d in order for d in devs):  # the node's devices as cluster.yaml lists them
+            listed = {d: order.index(d) for d in devs}
+        else:  # a stage's `ordinal` is its (first) device's listed position
+            listed = {st.group[0]: st.ordinal for st in view.stages if st.node == node and st.ordinal is not None and st.tp == 1}
         if len(listed) == len(devs) and len(set(listed.values())) == len(devs):
             guess = {d: listed[d] for d in todo}
         elif all(trailing.values()) and len({int(m.group(1)) for m in trailing.values() if m}) == len(todo):
@@ -62,8 +68,24 @@ def rank_comments(view: PlanView, prefix: str = "rank") -> list[str]:
     for s, (st, (a, b)) in enumerate(zip(view.stages, decoder_ranges(view), strict=True)):
         layers = f"decoder layers {a}-{b - 1}" if b > a else "no decoder layers"
         extra = (" + embedding" if st.embed else "") + (" + LM head" if st.head else "")
-        lines.append(f"# {prefix} {s}: device {st.device!r} ({st.gpu}) on node {st.node!r}, {layers}{extra}")
+        where = f"device {st.device!r}" if st.tp == 1 else f"TP group {list(st.group)!r} (tp {st.tp})"
+        lines.append(f"# {prefix} {s}: {where} ({st.gpu}) on node {st.node!r}, {layers}{extra}")
     return lines
+
+
+def group_ordinals(view: PlanView, ords: Mapping[str, int]) -> list[list[int]]:
+    """Per stage, its GPUs' CUDA ordinals in tensor-parallel rank order (ascending: the order
+    vLLM's Ray executor hands a node's GPUs to consecutive ranks; any order works for the
+    other engines, which index CUDA_VISIBLE_DEVICES by rank)."""
+    return [sorted(ords[d] for d in st.group) for st in view.stages]
+
+
+def rank_devices(view: PlanView, ords: Mapping[str, int], stages: Sequence[int] | None = None) -> str:
+    """CUDA_VISIBLE_DEVICES listing the GPUs of `stages` (default all) in global rank order
+    pp_rank * tp + tp_rank: stage by stage, each group in TP rank order."""
+    groups = group_ordinals(view, ords)
+    idx = range(view.S) if stages is None else stages
+    return ",".join(str(o) for s in idx for o in groups[s])
 
 
 def single_node(view: PlanView) -> bool:
@@ -86,9 +108,9 @@ def interleaved_nodes(view: PlanView) -> list[str]:
 def visible_devices(view: PlanView, ords: Mapping[str, int], prefix: str = "") -> list[str]:
     """`CUDA_VISIBLE_DEVICES=...` for a one-host plan, else one commented line per run of ranks on a node."""
     if single_node(view):
-        return [prefix + "export CUDA_VISIBLE_DEVICES=" + ",".join(str(ords[st.device]) for st in view.stages)]
+        return [prefix + "export CUDA_VISIBLE_DEVICES=" + rank_devices(view, ords)]
     lines = []
     for node, idx in node_runs(view):
-        devs = ",".join(str(ords[view.stages[s].device]) for s in idx)
+        devs = rank_devices(view, ords, idx)
         lines.append(f"# on node {node!r} (ranks {idx[0]}-{idx[-1]}): CUDA_VISIBLE_DEVICES={devs}")
     return lines

@@ -18,11 +18,23 @@ its servers while the arguments are parsed and `--device` resolves names then to
 `--rpc` must come before `--device`. `-fit off`: `--fit` (on by default) would rewrite the
 `-ts` split from memory projections. Minimum compute capability 5.0: the lowest entry of
 ggml-cuda's default `CMAKE_CUDA_ARCHITECTURES` (`ggml/src/ggml-cuda/CMakeLists.txt`, 50-virtual).
+
+Tensor parallelism: llama.cpp has one split mode for the whole model (`llama_model_params.split_mode`).
+`--split-mode row` gives every layer's weight matrices the backend's split buffer type
+(`src/llama-model.cpp::make_gpu_buft_list`: `ggml_backend_split_buffer_type` of the device's
+registry, i.e. the local CUDA devices, rows in `-ts` proportions), so it can express one stage
+whose TP group is local GPUs of the llama-server host (a one-stage plan): `-sm row -ts 1,1,...`
+over the group. It cannot express TP inside some stages of a layer split, nor TP over RPC
+devices (the RPC backend has no split buffer type); `--fit` also refuses row mode
+(`llama_params_fit`: "changing weight allocation for LLAMA_SPLIT_MODE_ROW not implemented").
+For such a plan the export prints the layer split with each group's decoder layers spread
+evenly over its members (a pipeline, not TP) and marks the plan not expressible.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from partitioner.errors import InputError
 from partitioner.export.base import Export, plan_warnings, unsupported_gpus
@@ -36,6 +48,7 @@ __all__ = ["MIN_CC", "RPC_PORT", "render", "replay"]
 
 MIN_CC = (5, 0)
 RPC_PORT = 50052
+SERVE_PORT = 8080  # llama-server's default --port (common/common.h)
 
 
 def replay(tensor_split: list[int], n_layer: int) -> list[int]:
@@ -43,9 +56,31 @@ def replay(tensor_split: list[int], n_layer: int) -> list[int]:
     return counts_per_device([float(x) for x in tensor_split], n_layer)
 
 
-def _endpoints(view: PlanView, given: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+@dataclass(frozen=True)
+class _Unit:
+    """One llama.cpp device in --device order: a stage's device, or one member of its TP group."""
+
+    device: str
+    node: str
+    count: int  # positions (decoder layers; the last unit also the output layer)
+    stage: int
+
+
+def _units(view: PlanView) -> list[_Unit]:
+    """The devices llama.cpp's layer split runs, in pipeline order; a TP group's decoder layers are
+    spread evenly over its members (the first ones take the remainder)."""
+    out = []
+    for s, st in enumerate(view.stages):
+        c, t = st.decoder_layers, len(st.group)
+        out += [_Unit(d, st.node, c // t + (1 if i < c % t else 0), s) for i, d in enumerate(st.group)]
+    last = out[-1]
+    out[-1] = _Unit(last.device, last.node, last.count + 1, last.stage)  # the output layer is position n_layer
+    return out
+
+
+def _endpoints(view: PlanView, given: Mapping[str, str], units: list[_Unit]) -> tuple[dict[str, str], list[str]]:
     head = view.stages[0].node
-    remote = {st.device for st in view.stages if st.node != head}
+    remote = {u.device for u in units if u.node != head}
     unknown = sorted(set(given) - remote)
     if unknown:
         raise InputError(
@@ -57,10 +92,10 @@ def _endpoints(view: PlanView, given: Mapping[str, str]) -> tuple[dict[str, str]
     for node in view.nodes:
         if node == head:
             continue
-        for k, st in enumerate(s for s in view.stages if s.node == node):
-            out[st.device] = given.get(st.device, f"{view.address(node) or node}:{RPC_PORT + k}")
-            if st.device not in given:
-                defaulted.append(f"{st.device!r} -> {out[st.device]}")
+        for k, u in enumerate(u for u in units if u.node == node):
+            out[u.device] = given.get(u.device, f"{view.address(node) or node}:{RPC_PORT + _port_base(view) + k}")
+            if u.device not in given:
+                defaulted.append(f"{u.device!r} -> {out[u.device]}")
     warn = [f"rpc-server endpoints assumed ({', '.join(defaulted)}); pass --rpc-endpoint NAME=HOST:PORT"] if defaulted else []
     return out, warn
 
@@ -76,49 +111,86 @@ def _positions(names: list[str], actual: list[int], n_layer: int) -> list[str]:
     return lines
 
 
+def _port_base(view: PlanView) -> int:
+    """Replica r of a deployment offsets its rpc-server ports by 100 r (replicas may share hosts)."""
+    return 100 * (view.replica or 0)
+
+
 def render(
     view: PlanView, ordinals: Mapping[str, int] | None = None, endpoints: Mapping[str, str] | None = None
 ) -> Export:
     """`rpc-server` on each remote GPU, then llama-server reproducing the plan, and the replayed counts."""
     ords, warnings = cuda_ordinals(view, ordinals)
-    eps, ep_warn = _endpoints(view, dict(endpoints or {}))
+    head, n_layer = view.stages[0].node, view.num_decoder_layers
+    if view.S == 1 and view.stages[0].tp > 1 and view.stages[0].node == head:
+        return _row_split(view, ords, warnings)
+    units = _units(view)
+    eps, ep_warn = _endpoints(view, dict(endpoints or {}), units)
     warnings = plan_warnings(view) + warnings + ep_warn
     unsupported, cc_warn = unsupported_gpus(view, "llama.cpp (CUDA)", MIN_CC, "ggml-cuda default architectures")
     warnings += cc_warn
-    head, n_layer = view.stages[0].node, view.num_decoder_layers
-    counts = list(view.decoder_counts)
-    counts[-1] += 1  # the output layer is position n_layer
-    kept = [view.stages[s] for s in range(view.S) if counts[s] > 0]
+    kept = [u for u in units if u.count > 0]
     cannot = [
-        f"stage {s} ({st.device!r}) holds only the embedding, which llama.cpp keeps on the CPU of {head!r}; "
+        f"stage {u.stage} ({u.device!r}) holds only the embedding, which llama.cpp keeps on the CPU of {head!r}; "
         "the device gets no layers and is left out of --device"
-        for s, st in enumerate(view.stages)
-        if counts[s] == 0
+        for u in units
+        if u.count == 0 and view.stages[u.stage].tp == 1
     ]
+    if any(st.tp > 1 for st in view.stages):
+        per = "/".join(str(st.tp) for st in view.stages)
+        cannot.append(
+            f"llama.cpp cannot run tensor parallelism inside stages of a layer split (TP degrees {per}): "
+            "--split-mode row splits every layer over the local CUDA devices (src/llama-model.cpp::make_gpu_buft_list); "
+            "printed instead: each TP group's layers spread over its members as a layer split"
+        )
     if view.has_embed:
         warnings.append(f"llama.cpp keeps the input embedding on the CPU of {head!r}, not on stage 0's GPU")
-    remote = [st for st in kept if st.node != head]
-    rpc_index = {st.device: k for k, st in enumerate(remote)}
-    names = [f"RPC{rpc_index[st.device]}" if st.node != head else f"CUDA{ords[st.device]}" for st in kept]
-    ts = [c for c in counts if c > 0]
+    remote = [u for u in kept if u.node != head]
+    rpc_index = {u.device: k for k, u in enumerate(remote)}
+    names = [f"RPC{rpc_index[u.device]}" if u.node != head else f"CUDA{ords[u.device]}" for u in kept]
+    ts = [u.count for u in kept]
     actual = replay(ts, n_layer)
     if actual != ts:
         warnings.append(f"llama.cpp will use {actual} layers per device for -ts {ts}, not the plan's {ts}")
     steps = []
-    for st in remote:
-        port = eps[st.device].rsplit(":", 1)[1]
-        env = (("CUDA_VISIBLE_DEVICES", str(ords[st.device])),)
-        steps.append(Step(st.node, ("rpc-server", "--host", "0.0.0.0", "--port", port), env, f"rpc-server for {st.device!r}"))
+    for u in remote:
+        port = eps[u.device].rsplit(":", 1)[1]
+        env = (("CUDA_VISIBLE_DEVICES", str(ords[u.device])),)
+        steps.append(Step(u.node, ("rpc-server", "--host", "0.0.0.0", "--port", port), env, f"rpc-server for {u.device!r}"))
     argv = ["llama-server", "-m", _model_path(view, warnings), "--split-mode", "layer", "--n-gpu-layers", str(n_layer + 1)]
     argv += ["--tensor-split", ",".join(map(str, ts))]
     if remote:  # before --device: --device names are resolved while the arguments are parsed
-        argv += ["--rpc", ",".join(eps[st.device] for st in remote)]
+        argv += ["--rpc", ",".join(eps[u.device] for u in remote)]
     argv += ["--device", ",".join(names), "-fit", "off"]
     argv += _context_flags(view, warnings)
+    argv += _port_flags(view)
     steps.append(Step(head, tuple(argv), (), "serve (after every rpc-server is up)"))
     header = [f"llama.cpp: layer split over {len(kept)} devices in pipeline order (n_layer {n_layer} + output)"]
     header += [line[2:] for line in _positions(names, actual, n_layer)]
     return Export("llamacpp", listing(header, steps), tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps), not view.feasible)
+
+
+def _port_flags(view: PlanView) -> list[str]:
+    return [] if view.replica is None else ["--port", str(SERVE_PORT + view.replica)]
+
+
+def _row_split(view: PlanView, ords: Mapping[str, int], warnings: list[str]) -> Export:
+    """One stage on a TP group of local GPUs: `--split-mode row` over the group (make_gpu_buft_list)."""
+    st = view.stages[0]
+    warnings = plan_warnings(view) + warnings
+    unsupported, cc_warn = unsupported_gpus(view, "llama.cpp (CUDA)", MIN_CC, "ggml-cuda default architectures")
+    warnings += cc_warn
+    gpus = sorted(ords[d] for d in st.group)
+    names = [f"CUDA{g}" for g in gpus]
+    argv = ["llama-server", "-m", _model_path(view, warnings), "--split-mode", "row",
+            "--n-gpu-layers", str(view.num_decoder_layers + 1), "--tensor-split", ",".join("1" for _ in gpus),
+            "--main-gpu", "0", "--device", ",".join(names), "-fit", "off"]
+    argv += _context_flags(view, warnings) + _port_flags(view)
+    warnings.append("--split-mode row splits each weight matrix by rows over the group; the KV cache and the "
+                    "small tensors stay on --main-gpu (the first listed device)")
+    steps = [Step(st.node, tuple(argv), (), f"serve on TP group {list(st.group)!r} (tensor parallel {st.tp}, row split)")]
+    header = [f"llama.cpp: one stage, tensor parallel {st.tp} as --split-mode row over {', '.join(names)}"]
+    return Export("llamacpp", listing(header, steps), tuple(warnings), (), tuple(unsupported), tuple(steps), not view.feasible)
 
 
 def _model_path(view: PlanView, warnings: list[str]) -> str:

@@ -23,7 +23,7 @@ from partitioner.export.view import HostView, PlanView, StageView
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["load_plan", "parse_plan", "plan_json_schema"]
+__all__ = ["load_plan", "load_export_input", "parse_plan", "plan_json_schema"]
 
 
 def _models() -> tuple[type[BaseModel], type[BaseModel]]:
@@ -40,6 +40,8 @@ def _models() -> tuple[type[BaseModel], type[BaseModel]]:
         embed: bool = False
         head: bool = False
         ordinal: int | None = Field(default=None, ge=0)
+        devices: list[str] | None = None  # a tensor-parallel group's members (`device` is the first)
+        tp: int = Field(default=1, ge=1)
 
     class HostFile(BaseModel):
         model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
@@ -90,9 +92,10 @@ def _check_structure(stages: list[StageView], num_layers: int, file: str | None)
                 f"must be <= the stage's {st.end - st.start} layers (got {st.decoder_layers})",
                 file=file, location=f"stages[{s}].decoder_layers",
             )
-        if st.device in seen:
-            raise ConfigError(f"device {st.device!r} appears in two stages", file=file, location=f"stages[{s}].device")
-        seen.add(st.device)
+        for dev in st.group:
+            if dev in seen:
+                raise ConfigError(f"device {dev!r} appears in two stages", file=file, location=f"stages[{s}].device")
+            seen.add(dev)
         prev_end = st.end
     if prev_end != num_layers:
         raise ConfigError(f"the last stage ends at {prev_end} but num_layers is {num_layers}", file=file, location="stages")
@@ -115,7 +118,7 @@ def parse_plan(data: Any, file: str | None = None) -> PlanView:
     if doc.format != PLAN_FORMAT:
         what = "unsupported plan format version" if doc.format.startswith("partitioner.plan/") else "not a partitioner plan"
         raise ConfigError(f"{what} {doc.format!r} (this version reads {PLAN_FORMAT!r})", file=file, location="format")
-    stages = [StageView(**st.model_dump()) for st in doc.stages]
+    stages = [_stage(st, s, file) for s, st in enumerate(doc.stages)]
     _check_structure(stages, doc.num_layers, file)
     return PlanView(
         stages=tuple(stages),
@@ -127,8 +130,23 @@ def parse_plan(data: Any, file: str | None = None) -> PlanView:
         model_id=doc.model_id,
         workload=doc.workload,
         serving=doc.serving,
-        hosts=tuple(HostView(h.node, h.address) for h in doc.hosts),
+        hosts=tuple(HostView(h.node, h.address, tuple(h.devices)) for h in doc.hosts),
     )
+
+
+def _stage(st: Any, s: int, file: str | None) -> StageView:
+    """A stage of plan.json: `device` alone (tp 1), or `devices` (its TP group, in the cluster's
+    order) with `tp` = len(devices); `device` then names the group (its members joined by "+")."""
+    fields = st.model_dump()
+    members = tuple(fields.pop("devices") or ())
+    if members:
+        if len(members) != st.tp:
+            raise ConfigError(f"must list tp = {st.tp} devices (got {len(members)})", file=file, location=f"stages[{s}].devices")
+        if len(set(members)) != len(members):
+            raise ConfigError("lists a device twice", file=file, location=f"stages[{s}].devices")
+    elif st.tp != 1:
+        raise ConfigError(f"tp {st.tp} needs the group's devices (stages[{s}].devices)", file=file, location=f"stages[{s}].tp")
+    return StageView(**fields, members=members)
 
 
 def plan_json_schema() -> dict[str, Any]:
@@ -141,6 +159,28 @@ def plan_json_schema() -> dict[str, Any]:
         "title": "partitioner plan.json",
     }
     return {**head, **{k: v for k, v in body.items() if k != "title"}}
+
+
+def _read_json(p: Path) -> Any:
+    from partitioner.userfiles import read_user_text
+
+    text = read_user_text(p)  # regular files only, bounded size, one-line error for binary/UTF-16
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno) from None
+
+
+def load_export_input(path: str | Path) -> Any:
+    """plan.json as a PlanView, or a deployment JSON ("partitioner.deployment/1", several
+    replicas) as a `partitioner.export.replicas.DeploymentView`."""
+    from partitioner.export.replicas import is_deployment, parse_deployment
+
+    p = Path(path)
+    data = _read_json(p)
+    if is_deployment(data):
+        return parse_deployment(data, file=str(p))
+    return parse_plan(data, file=str(p))
 
 
 def load_plan(path: str | Path) -> PlanView:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from partitioner.export.base import Export, plan_warnings
+from partitioner.export.base import Export, plan_warnings, uniform_tp
 from partitioner.export.devices import rank_comments
 from partitioner.export.view import PlanView
 
@@ -73,5 +73,8 @@ def render(view: PlanView) -> Export:
         "# assumes the model's layers are E (embedding), t (decoder) x num-layers, L (LM head and loss)",
         *rank_comments(view),
     ]
-    lines.append(f'--pipeline-model-parallel-size {view.S} --pipeline-model-parallel-layout "{layout}"')
+    tp, tp_cannot = uniform_tp(view, "Megatron-LM", "megatron", "megatron/training/arguments.py --tensor-model-parallel-size, one int")
+    cannot += tp_cannot
+    tp_flag = f" --tensor-model-parallel-size {tp}" if tp > 1 else ""
+    lines.append(f'--pipeline-model-parallel-size {view.S}{tp_flag} --pipeline-model-parallel-layout "{layout}"')
     return Export("megatron", "\n".join(lines) + "\n", tuple(warnings), tuple(cannot))

@@ -33,6 +33,7 @@ class Step:
     env: tuple[tuple[str, str], ...] = ()
     note: str = ""
     file: tuple[str, str] | None = None  # (relative path, content) written before the command
+    tag: str = ""  # the replica of a deployment ("r0", "r1", ...): part of the script's file name
 
     def __post_init__(self) -> None:
         for key, _ in self.env:
@@ -83,10 +84,11 @@ def listing(header: Sequence[str], steps: Sequence[Step]) -> str:
 
 
 def scripts(steps: Sequence[Step], header: Sequence[str] = ()) -> tuple[tuple[str, str], ...]:
-    """One script per run of consecutive steps on one host, named `NN-host.sh`, in run order."""
+    """One script per run of consecutive steps on one host (and replica), named `NN-host.sh`
+    (`NN-rK-host.sh` for replica K of a deployment), in run order."""
     groups: list[list[Step]] = []
     for step in steps:
-        if groups and groups[-1][0].host == step.host:
+        if groups and (groups[-1][0].host, groups[-1][0].tag) == (step.host, step.tag):
             groups[-1].append(step)
         else:
             groups.append([step])
@@ -100,5 +102,6 @@ def scripts(steps: Sequence[Step], header: Sequence[str] = ()) -> tuple[tuple[st
                 lines.append(_comment(step.note))
             lines += _file_lines(step)
             lines.append(command_line(step))
-        out.append((f"{i:02d}-{slug(host)}.sh", "\n".join(lines) + "\n"))
+        tag = f"{slug(group[0].tag)}-" if group[0].tag else ""
+        out.append((f"{i:02d}-{tag}{slug(host)}.sh", "\n".join(lines) + "\n"))
     return tuple(out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from partitioner.export.base import Export, plan_warnings
+from partitioner.export.base import Export, no_tp, plan_warnings
 from partitioner.export.devices import cuda_ordinals, rank_comments
 from partitioner.export.view import PlanView
 
@@ -34,11 +34,11 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
     """`balance=[...]` and `devices=['cuda:k', ...]` in pipeline order."""
     ords, warnings = cuda_ordinals(view, ordinals)
     warnings = plan_warnings(view) + warnings
-    cannot = []
+    cannot = no_tp(view, "torchgpipe", "puts each partition on one device (`devices[i]`, torchgpipe/gpipe.py::split_module)")
     if len(view.nodes) > 1:
         cannot.append(f"torchgpipe runs in one process on one host, but the plan spans nodes {view.nodes}")
     balance = validate_balance([st.layers for st in view.stages], view.num_layers, view.S)
-    devices = [f"cuda:{ords[st.device]}" for st in view.stages]
+    devices = [f"cuda:{ords[st.group[0]]}" for st in view.stages]  # a TP group: its first GPU (not expressible)
     lines = [
         "# torchgpipe: GPipe(model, balance=balance, devices=devices, chunks=M)",
         f"# assumes model is an nn.Sequential of the plan's {view.num_layers} layers (embedding, decoder layers, LM head)",

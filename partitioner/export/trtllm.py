@@ -10,6 +10,11 @@ Rules, read from NVIDIA/TensorRT-LLM (main, after PR #9003):
 - Ranks: `pp_rank = rank // (tp_size * cp_size)`, `node_rank = rank // gpus_per_node`,
   `local_rank = rank % gpus_per_node`: every node holds gpus_per_node consecutive ranks,
   local rank k on the k-th visible GPU; one host: `CUDA_VISIBLE_DEVICES` in stage order.
+- Tensor parallelism (`--tp_size`, one int for every stage: `Mapping.tp_size`): rank =
+  pp_rank * tp_size + tp_rank (`tp_rank = rank % tp_size`, `pp_rank = rank // (tp_size * cp_size)`;
+  checked in `tests/unittest/others/test_mapping.py::TestMapping.test_mapping` at commit 2a9abd9: tp 2, pp 4,
+  rank 6 has tp_group [6, 7] and pp_group [0, 2, 4, 6]); world size = pp_size * tp_size MPI
+  ranks, so each node's CUDA_VISIBLE_DEVICES lists its stages' groups in stage order.
 - Minimum compute capability 8.0: the lowest architecture on the supported-hardware list
   (Ampere A100; docs "Supported Hardware", TensorRT-LLM 1.x); older GPUs are community-only.
 """
@@ -19,8 +24,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from partitioner.export.base import Export, ends_cannot_express, plan_warnings, unsupported_gpus
-from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments, single_node
+from partitioner.export.base import Export, ends_cannot_express, plan_warnings, uniform_tp, unsupported_gpus
+from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments, rank_devices, single_node
 from partitioner.export.shell import Step, listing
 from partitioner.export.view import PlanView, node_runs
 from partitioner.export.workload import launchable
@@ -29,6 +34,8 @@ __all__ = ["MIN_CC", "OPTIONS_FILE", "validate_pp_partition", "render"]
 
 MIN_CC = (8, 0)
 OPTIONS_FILE = "pp_partition.yaml"
+SERVE_PORT = 8000  # trtllm-serve's default --port
+TP_SOURCE = "tensorrt_llm/mapping.py Mapping.tp_size"
 
 
 def validate_pp_partition(pp_partition: Sequence[int], pp_size: int, num_layers: int) -> list[int]:
@@ -46,6 +53,8 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
     ords, warnings = cuda_ordinals(view, ordinals)
     warnings = plan_warnings(view) + warnings
     cannot = ends_cannot_express(view, "TensorRT-LLM")
+    tp, tp_cannot = uniform_tp(view, "TensorRT-LLM", "trtllm", TP_SOURCE)
+    cannot += tp_cannot
     unsupported, cc_warn = unsupported_gpus(view, "TensorRT-LLM", MIN_CC, "supported-hardware list")
     warnings += cc_warn
     parts = validate_pp_partition(view.decoder_counts, view.S, view.num_decoder_layers)
@@ -54,33 +63,37 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
     if w.kv_cache == "fp8":
         options["kv_cache_config"] = {"dtype": "fp8"}
     yaml_text = "\n".join(f"{k}: {json.dumps(v)}" for k, v in options.items()) + "\n"
-    argv = ["trtllm-serve", w.model, "--pp_size", str(view.S), "--tp_size", "1"]
+    argv = ["trtllm-serve", w.model, "--pp_size", str(view.S), "--tp_size", str(tp)]
     if w.context:
         argv += ["--max_seq_len", str(w.context)]
     if w.max_sequences:
         argv += ["--max_batch_size", str(w.max_sequences)]
-    argv += ["--extra_llm_api_options", OPTIONS_FILE]
+    if view.replica is not None:
+        argv += ["--port", str(SERVE_PORT + view.replica)]
+    options_file = OPTIONS_FILE if view.replica is None else f"pp_partition-r{view.replica}.yaml"
+    argv += ["--extra_llm_api_options", options_file]
     if not w.model_known:
         warnings.append("the plan has no model id (hf_id:); replace MODEL with the model to serve")
     if 0 in parts:
         warnings.append("a stage has 0 decoder layers: Mapping.pp_layers accepts a 0 entry (torch split size 0)")
     head = view.stages[0].node
     if single_node(view):
-        env = (("CUDA_VISIBLE_DEVICES", ",".join(str(ords[st.device]) for st in view.stages)),)
-        steps = [Step(head, tuple(argv), env, "serve (rank k = k-th visible GPU)", (OPTIONS_FILE, yaml_text))]
+        env = (("CUDA_VISIBLE_DEVICES", rank_devices(view, ords)),)
+        steps = [Step(head, tuple(argv), env, "serve (rank k = k-th visible GPU)", (options_file, yaml_text))]
     else:
-        per_node = [len(idx) for _, idx in node_runs(view)]
+        per_node = [sum(view.stages[s].tp for s in idx) for _, idx in node_runs(view)]  # MPI ranks per node
         if len(set(per_node)) > 1 or interleaved_nodes(view):
             cannot.append(
                 f"TensorRT-LLM places gpus_per_node consecutive ranks on each node, but the plan has "
-                f"{per_node} consecutive stages on nodes {[n for n, _ in node_runs(view)]}"
+                f"{per_node} consecutive ranks (GPUs) on nodes {[n for n, _ in node_runs(view)]}"
             )
         hosts = ",".join(f"{view.address(n) or n}:{k}" for n, k in zip(view.nodes, per_node, strict=True))
         warnings.append("multi-node TensorRT-LLM runs under MPI: the mpirun line assumes passwordless ssh and the same paths on every host")
-        mpi = ["mpirun", "-H", hosts, "-n", str(view.S), "trtllm-llmapi-launch", *argv]
-        steps = [Step(head, tuple(mpi), (), "serve from the first node (MPI starts one rank per GPU, node by node)", (OPTIONS_FILE, yaml_text))]
+        mpi = ["mpirun", "-H", hosts, "-n", str(view.world_size), "trtllm-llmapi-launch", *argv]
+        steps = [Step(head, tuple(mpi), (), "serve from the first node (MPI starts one rank per GPU, node by node)", (options_file, yaml_text))]
         for n, idx in node_runs(view):
-            devs = ",".join(str(ords[view.stages[s].device]) for s in idx)
+            devs = rank_devices(view, ords, idx)
             warnings.append(f"on node {n!r} set CUDA_VISIBLE_DEVICES={devs} for the MPI ranks (stage order)")
-    header = ["TensorRT-LLM: pipeline rank k runs stage k", *[line[2:] for line in rank_comments(view)]]
+    header = [f"TensorRT-LLM: pipeline rank k runs stage k (tensor parallel {tp}"
+              + (f": rank = pp_rank * {tp} + tp_rank" if tp > 1 else "") + ")", *[line[2:] for line in rank_comments(view)]]
     return Export("trtllm", listing(header, steps), tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps), not view.feasible)

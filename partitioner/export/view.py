@@ -26,10 +26,17 @@ class StageView:
     embed: bool
     head: bool
     ordinal: int | None = None  # listed position on its node (plan.json), a CUDA-ordinal guess
+    members: tuple[str, ...] = ()  # a tensor-parallel group's devices (plan.json `devices`)
+    tp: int = 1
 
     @property
     def layers(self) -> int:
         return self.end - self.start
+
+    @property
+    def group(self) -> tuple[str, ...]:
+        """The devices running this stage: the TP group's members, else the one device."""
+        return self.members or (self.device,)
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class HostView:
 
     node: str
     address: str | None = None
+    devices: tuple[str, ...] = ()  # the node's devices as cluster.yaml lists them
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,7 @@ class PlanView:
     workload: Mapping[str, Any] | None = None
     serving: Mapping[str, Any] | None = None  # the plan's serving object, when present
     hosts: tuple[HostView, ...] = ()
+    replica: int | None = None  # index in a deployment: launch targets then give each replica its own ports
 
     def address(self, node: str) -> str | None:
         """The node's address from cluster.yaml, or None."""
@@ -83,6 +92,23 @@ class PlanView:
         return any(st.head for st in self.stages)
 
     @property
+    def tp_degrees(self) -> list[int]:
+        """The distinct TP degrees of the stages, ascending."""
+        return sorted({st.tp for st in self.stages})
+
+    @property
+    def world_size(self) -> int:
+        """GPUs in the pipeline: the sum of the stages' TP degrees."""
+        return sum(st.tp for st in self.stages)
+
+    def listed(self, node: str) -> tuple[str, ...]:
+        """The node's devices as cluster.yaml lists them (empty when the plan does not say)."""
+        for h in self.hosts:
+            if h.node == node:
+                return h.devices
+        return ()
+
+    @property
     def nodes(self) -> list[str]:
         return list(dict.fromkeys(st.node for st in self.stages))
 
@@ -100,6 +126,8 @@ def from_plan(plan: Any) -> PlanView:
             embed=bool(st.embed),
             head=bool(st.head),
             ordinal=getattr(st, "ordinal", None),
+            members=tuple(getattr(st, "members", ()) or ()),
+            tp=int(getattr(st, "tp", 1) or 1),
         )
         for st in plan.stages
     )
@@ -117,7 +145,7 @@ def from_plan(plan: Any) -> PlanView:
         model_id=doc.get("model_id"),
         workload=doc.get("workload"),
         serving=serving if serving is not None else doc.get("serving"),
-        hosts=tuple(HostView(str(h["node"]), h.get("address")) for h in doc.get("hosts", [])),
+        hosts=tuple(HostView(str(h["node"]), h.get("address"), tuple(h.get("devices", ()))) for h in doc.get("hosts", [])),
     )
 
 

@@ -16,6 +16,23 @@ commit 016b964):
   expressible iff the replay equals its stage order (`ray_realises`). Rank = pp_rank * tp + tp_rank.
   The IP string is the node's `address:` from cluster.yaml; where it is missing the node
   name stands in for it, and every tie it breaks is reported as an assumption.
+- Tensor parallelism (`--tensor-parallel-size`): one degree for every stage
+  (`vllm/config/parallel.py::ParallelConfig.tensor_parallel_size`, a single int). Global rank
+  = pp_rank * tp + tp_rank: `vllm/distributed/parallel_state.py::initialize_model_parallel`
+  reshapes `arange(world_size)` to (-1, dp, pp, tp), and `RayDistributedExecutor._init_workers_ray`
+  builds `pp_tp_workers[pp_rank]` from `workers[pp_rank * tp + tp_rank]` (ray_executor.py at
+  commit ff583b3, which also sets each worker's CUDA_VISIBLE_DEVICES to all of its node's
+  sorted GPU ids and indexes it by local_rank). So the TP group of
+  stage s is ranks [s*tp, (s+1)*tp): on one host `CUDA_VISIBLE_DEVICES` lists stage 0's group,
+  then stage 1's, ...; over Ray a node's consecutive ranks take its GPUs in ascending id, so a
+  plan is expressible iff on every node the groups, in stage order, hold ascending GPU ids
+  (`ray_realises` on the expanded rank list; each group listed in ascending id).
+- Data parallelism (`--data-parallel-size N`, identical replicas): on one host, local DP rank d
+  runs on visible devices [d * world_size, (d+1) * world_size), world_size = pp * tp: current
+  main offsets each worker's device index (`vllm/v1/worker/gpu_worker.py::Worker.init_device`,
+  local_rank += dp_local_rank * pp * tp); older V1 releases set CUDA_VISIBLE_DEVICES per DP
+  rank to the same block (`vllm/v1/engine/utils.py::get_device_indices`);
+  `partitioner.export.deployment` prints that launch beside the per-replica ones.
 - The multiprocessing executor across hosts (`--nnodes`) is not used: it asserts
   `world_size % nnodes_within_dp == 0` and gives every node `local_world_size` consecutive
   ranks (`vllm/v1/executor/multiproc_executor.py::MultiprocExecutor._get_parallel_sizes`),
@@ -29,16 +46,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from partitioner.export.base import Export, ends_cannot_express, plan_warnings, unsupported_gpus
-from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments
+from partitioner.export.base import Export, ends_cannot_express, plan_warnings, uniform_tp, unsupported_gpus
+from partitioner.export.devices import cuda_ordinals, group_ordinals, interleaved_nodes, rank_comments, rank_devices
 from partitioner.export.shell import Step, is_host_name, listing
 from partitioner.export.view import PlanView
-from partitioner.export.workload import launchable
+from partitioner.export.workload import VLLM_FLAGS, launchable, workload_flags
 
-__all__ = ["MIN_CC", "RAY_PORT", "validate_partition", "ray_rank_order", "ray_realises", "render_vllm", "vllm_flags"]
+__all__ = ["MIN_CC", "RAY_PORT", "SERVE_PORT", "validate_partition", "ray_rank_order", "ray_realises", "render_vllm", "vllm_flags",
+           "ray_port"]
 
 MIN_CC = (7, 0)
 RAY_PORT = 6379
+SERVE_PORT = 8000  # vllm serve's default --port (vllm/entrypoints/openai/cli_args.py)
+TP_SOURCE = "vllm/config/parallel.py ParallelConfig.tensor_parallel_size"
 
 
 def validate_partition(partition_str: str, pp_size: int, num_hidden_layers: int) -> list[int]:
@@ -84,7 +104,7 @@ def ray_realises(stages: Sequence[tuple[str, int]], address: Mapping[str, str]) 
 def _assumed_ties(view: PlanView) -> list[str]:
     """Non-driver nodes with equal stage counts whose order rests on an assumed address."""
     head = view.stages[0].node
-    count = {n: sum(1 for st in view.stages if st.node == n) for n in view.nodes}
+    count = {n: sum(st.tp for st in view.stages if st.node == n) for n in view.nodes}  # Ray workers per node
     out = []
     others = [n for n in view.nodes if n != head]
     for a, b in itertools.pairwise(others):
@@ -94,27 +114,8 @@ def _assumed_ties(view: PlanView) -> list[str]:
 
 
 def vllm_flags(view: PlanView) -> tuple[list[str], list[str]]:
-    """Workload flags of `vllm serve` (vllm/engine/arg_utils.py names) and warnings."""
-    w = launchable(view)
-    flags: list[str] = []
-    warn: list[str] = []
-    if w.dtype:
-        flags += ["--dtype", w.dtype]
-    if w.weights == "fp8":
-        flags += ["--quantization", "fp8"]
-    elif w.weights not in (None, "bf16", "fp16"):
-        warn.append(f"weights are {w.weights}: add --quantization for your checkpoint's method (awq, gptq, ...)")
-    if w.kv_cache == "fp8":
-        flags += ["--kv-cache-dtype", "fp8"]
-    elif w.kv_cache not in (None, "bf16", "fp16"):
-        warn.append(f"vLLM has no {w.kv_cache} KV cache; it will use the model dtype")
-    if w.context:
-        flags += ["--max-model-len", str(w.context)]
-    if w.max_sequences:
-        flags += ["--max-num-seqs", str(w.max_sequences)]
-    if not w.model_known:
-        warn.append("the plan has no model id (hf_id:); replace MODEL with the model to serve")
-    return flags, warn
+    """Workload flags of `vllm serve` (`workload.VLLM_FLAGS`) and warnings."""
+    return workload_flags(view, VLLM_FLAGS)
 
 
 def render_vllm(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
@@ -122,22 +123,27 @@ def render_vllm(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Ex
     ords, warnings = cuda_ordinals(view, ordinals)
     warnings = plan_warnings(view) + warnings
     cannot = ends_cannot_express(view, "vLLM")
+    tp, tp_cannot = uniform_tp(view, "vLLM", "vllm", TP_SOURCE)
+    cannot += tp_cannot
     unsupported, cc_warn = unsupported_gpus(view, "vLLM", MIN_CC, "vLLM installation docs")
     warnings += cc_warn
     partition = ",".join(str(c) for c in view.decoder_counts)
     validate_partition(partition, view.S, view.num_decoder_layers)
     flags, flag_warn = vllm_flags(view)
     warnings += flag_warn
+    if view.replica is not None:
+        flags += ["--port", str(SERVE_PORT + view.replica)]
     model = launchable(view).model
-    serve = ["vllm", "serve", model, "--pipeline-parallel-size", str(view.S), "--tensor-parallel-size", "1"]
+    serve = ["vllm", "serve", model, "--pipeline-parallel-size", str(view.S), "--tensor-parallel-size", str(tp)]
     head = view.stages[0].node
-    header = [f"vLLM: pipeline rank k runs stage k ({view.S} ranks, tensor parallel 1)"]
+    header = [f"vLLM: pipeline rank k runs stage k ({view.S} ranks, tensor parallel {tp}"
+              + (f": global rank = pp_rank * {tp} + tp_rank" if tp > 1 else "") + ")"]
     header += [line[2:] for line in rank_comments(view)]
     steps: list[Step] = []
     if len(view.nodes) == 1:
-        visible = ",".join(str(ords[st.device]) for st in view.stages)
-        env = (("CUDA_VISIBLE_DEVICES", visible), ("VLLM_PP_LAYER_PARTITION", partition))
-        steps.append(Step(head, tuple(serve + flags), env, "serve (rank k = k-th visible GPU)"))
+        env = (("CUDA_VISIBLE_DEVICES", rank_devices(view, ords)), ("VLLM_PP_LAYER_PARTITION", partition))
+        note = "serve (rank k = k-th visible GPU" + (f"; stage s = ranks {tp}s..{tp}s+{tp - 1})" if tp > 1 else ")")
+        steps.append(Step(head, tuple(serve + flags), env, note))
     else:
         steps, more = _ray_steps(view, ords, [*serve, "--distributed-executor-backend", "ray", *flags], partition)
         warnings += more[0]
@@ -152,20 +158,26 @@ def render_vllm(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Ex
     return Export("vllm", text, tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps), not view.feasible)
 
 
+def ray_port(view: PlanView) -> int:
+    """The Ray head's port: one Ray cluster per replica of a deployment."""
+    return RAY_PORT + (view.replica or 0)
+
+
 def _ray_steps(view: PlanView, ords: Mapping[str, int], serve: list[str], partition: str) -> tuple[list[Step], tuple[list[str], list[str]]]:
     """`ray start` on the driver's node, then on each other node in rank order, then `vllm serve`."""
     warnings: list[str] = []
     cannot = [f"vLLM cannot return to node {n!r}: its stages must be consecutive ranks" for n in interleaved_nodes(view)]
     head = view.stages[0].node
     address = {n: view.address(n) or n for n in view.nodes}
-    planned = [(st.node, ords[st.device]) for st in view.stages]
+    groups = group_ordinals(view, ords)
+    planned = [(st.node, g) for st, grp in zip(view.stages, groups, strict=True) for g in grp]  # global rank order
     if not cannot and not ray_realises(planned, address):
         actual = ray_rank_order([(address[n], g) for n, g in planned], address[head])
         back = {v: k for k, v in address.items()}
         cannot.append(
             "vLLM's Ray executor ranks GPUs by (driver node first, nodes with fewer workers, IP) and by "
             f"ascending GPU id within a node: it would run {[(back[ip], g) for ip, g in actual]} instead of the "
-            f"plan's {planned}; re-plan with `partition plan --engine vllm`"
+            f"plan's {planned} (rank order); re-plan with `partition plan --engine vllm`"
         )
     missing = [n for n in view.nodes if view.address(n) is None]
     if missing:
@@ -177,15 +189,17 @@ def _ray_steps(view: PlanView, ords: Mapping[str, int], serve: list[str], partit
     if bad_hosts:
         warnings.append(f"node names {bad_hosts!r} are not host names: set nodes: NAME: address: in cluster.yaml")
     head_addr = address[head]
+    port = ray_port(view)
     steps = []
     for n in view.nodes:
-        gpus = sorted(ords[st.device] for st in view.stages if st.node == n)
-        argv = ["ray", "start"] + (["--head", "--port", str(RAY_PORT)] if n == head else ["--address", f"{head_addr}:{RAY_PORT}"])
+        gpus = sorted(g for st, grp in zip(view.stages, groups, strict=True) if st.node == n for g in grp)
+        argv = ["ray", "start"] + (["--head", "--port", str(port)] if n == head else ["--address", f"{head_addr}:{port}"])
         argv += ["--num-gpus", str(len(gpus))]
         if view.address(n):
             argv += ["--node-ip-address", address[n]]
         env = (("CUDA_VISIBLE_DEVICES", ",".join(map(str, gpus))),)
         steps.append(Step(n, tuple(argv), env, "join the Ray cluster with this node's stage GPUs" if n != head else "start the Ray head (the vLLM driver's node)"))
     env2 = [("VLLM_PP_LAYER_PARTITION", partition)] + ([("VLLM_HOST_IP", address[head])] if view.address(head) else [])
+    env2 += [("RAY_ADDRESS", f"{head_addr}:{port}")] if view.replica is not None else []
     steps.append(Step(head, tuple(serve), tuple(env2), "serve, once every node has joined (`ray status`)"))
     return steps, (warnings, cannot)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from partitioner.export.view import PlanView
 
-__all__ = ["Launchable", "launchable", "TORCH_DTYPE"]
+__all__ = ["Launchable", "launchable", "TORCH_DTYPE", "FlagTable", "VLLM_FLAGS", "SGLANG_FLAGS", "workload_flags"]
 
 TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -55,3 +55,47 @@ def launchable(view: PlanView, placeholder: str = "MODEL") -> Launchable:
         context=int(context) if context else None,
         max_sequences=int(seqs) if seqs else None,
     )
+
+
+@dataclass(frozen=True)
+class FlagTable:
+    """One engine's names for the workload flags, as its argument parser spells them."""
+
+    engine: str
+    dtype: str
+    quantization: str
+    kv_cache_dtype: str
+    kv_fp8: str  # the kv_cache_dtype value of an fp8 KV cache
+    context: str
+    max_sequences: str
+
+
+# vllm/engine/arg_utils.py EngineArgs.add_cli_args
+VLLM_FLAGS = FlagTable("vLLM", "--dtype", "--quantization", "--kv-cache-dtype", "fp8", "--max-model-len", "--max-num-seqs")
+# python/sglang/srt/server_args.py ServerArgs.add_cli_args (--kv-cache-dtype: auto, fp8_e5m2, fp8_e4m3)
+SGLANG_FLAGS = FlagTable("SGLang", "--dtype", "--quantization", "--kv-cache-dtype", "fp8_e4m3", "--context-length",
+                         "--max-running-requests")
+
+
+def workload_flags(view: PlanView, table: FlagTable) -> tuple[list[str], list[str]]:
+    """The workload's flags under `table`'s names, and warnings for what no flag can say."""
+    w = launchable(view)
+    flags: list[str] = []
+    warn: list[str] = []
+    if w.dtype:
+        flags += [table.dtype, w.dtype]
+    if w.weights == "fp8":
+        flags += [table.quantization, "fp8"]
+    elif w.weights not in (None, "bf16", "fp16"):
+        warn.append(f"weights are {w.weights}: add {table.quantization} for your checkpoint's method (awq, gptq, ...)")
+    if w.kv_cache == "fp8":
+        flags += [table.kv_cache_dtype, table.kv_fp8]
+    elif w.kv_cache not in (None, "bf16", "fp16"):
+        warn.append(f"{table.engine} has no {w.kv_cache} KV cache; it will use the model dtype")
+    if w.context:
+        flags += [table.context, str(w.context)]
+    if w.max_sequences:
+        flags += [table.max_sequences, str(w.max_sequences)]
+    if not w.model_known:
+        warn.append("the plan has no model id (hf_id:); replace MODEL with the model to serve")
+    return flags, warn

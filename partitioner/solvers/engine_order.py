@@ -19,6 +19,10 @@ there are more than `MAX_SUBPROBLEMS` sequences, it falls back to orders that co
 realisable plan as a subsequence and reports the minimum over those sub-problems as a lower
 bound (optimal only when the best launchable plan meets it). A device's ordinal is its
 position among its node's devices in the cluster file (the export default).
+
+`problem.time_limit_s` bounds the whole search, not each sub-solve, and Ctrl-C stops it: the
+best launchable plan so far is returned, not proven, with the unrestricted solve's bound
+(`partitioner.solvers.engine_clock`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, Solution, evaluate, lex_compare, objective_key
+from partitioner.solvers.engine_clock import SearchClock, Stopped
 
 __all__ = [
     "ENGINE_RULES", "MAX_SUBPROBLEMS", "realisable", "realisable_sequences", "candidate_orders", "restrict", "forced",
@@ -214,6 +219,7 @@ def solve(
     keep = [g for g in range(problem.G) if g not in set(exclude)]
     if not keep:
         raise InfeasibleError(f"{engine} supports none of the cluster's GPUs")
+    clock = SearchClock(problem.time_limit_s)  # one budget for the base solve and every sub-solve
     kept = replace(restrict(problem, keep), order=problem.order)
     base0 = solvers.solve(kept, solver)
     base = replace(base0, devices=tuple(keep[i] for i in base0.devices))
@@ -224,18 +230,19 @@ def solve(
             f"the best plan in the listed device order is not one {engine} can launch; use order: free "
             "so that the planner may reorder devices"
         )
+    if base0.status == "INTERRUPTED":
+        clock.stopped = "INTERRUPTED"
     groups = _by_node(problem.tables)
     if engine == "vllm" and all(sum(1 for g in devs if g in keep) <= 1 for devs in groups.values()):
-        return _one_gpu_per_node(problem, solver, address, keep)
+        return _one_gpu_per_node(problem, solver, address, keep, clock, base)
     if _sequence_count(engine, groups, problem.L) <= MAX_SUBPROBLEMS:
-        return _exact(problem, engine, solver, address, keep)
-    return _covered(problem, engine, solver, address, keep, base=base)
+        return _exact(problem, engine, solver, address, keep, clock, base)
+    return _covered(problem, engine, solver, address, keep, base=base, clock=clock)
 
 
-def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int]) -> Solution:
+def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int],
+           clock: SearchClock, base: Solution) -> Solution:
     """The best realisable plan: every realisable sequence solved with all of its devices used."""
-    from partitioner import solvers
-
     best: Solution | None = None
     exact = True
     doubts: list[float] = []  # first objective component of sequences whose forced solve skipped a device
@@ -253,9 +260,11 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
         seen.add(signature)
         sub_problem, big = forced(problem, seq)
         try:
-            sub = solvers.solve(sub_problem, solver)
+            sub = clock.solve(sub_problem, solver)
         except InfeasibleError:
             continue
+        except Stopped:
+            break
         exact = exact and sub.optimal
         if len(sub.devices) != len(seq) or sub.objective[0] >= big / 2:
             # BIG links reach sigma and T but not tau: a tau-first objective may still skip a slow
@@ -271,9 +280,14 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
         key = objective_key(problem, evaluate(problem, devices, sub.cuts))
         if best is None or lex_compare(key, best.objective) < 0:
             best = replace(sub, devices=devices, objective=key)
+        if clock.stopped:
+            break
+    stopped = clock.finish(best, base, engine)
+    if stopped is not None:
+        return stopped
     if best is None:
         if doubts:
-            return _covered(problem, engine, solver, address, keep, base=solvers.solve(problem, solver))
+            return _covered(problem, engine, solver, address, keep, base=base, clock=clock)
         raise InfeasibleError(f"no plan that {engine} can launch fits the devices")
     top = best.objective[0]
     open_doubts = [x for x in doubts if x <= top * (1 + 1e-9) + 1e-12]
@@ -286,11 +300,10 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
 MAX_CUTS = 20000
 
 
-def _one_gpu_per_node(problem: Problem, solver: str, address: Mapping[str, str] | None, keep: Sequence[int]) -> Solution:
+def _one_gpu_per_node(problem: Problem, solver: str, address: Mapping[str, str] | None, keep: Sequence[int],
+                      clock: SearchClock, base: Solution) -> Solution:
     """vLLM with one GPU per node: the driver's, then the others by IP string. Every subsequence of
     such an order is one Ray realises, so one fixed-order solve per driver is exact."""
-    from partitioner import solvers
-
     addr = dict(address or {})
     t = problem.tables
     best: Solution | None = None
@@ -299,13 +312,20 @@ def _one_gpu_per_node(problem: Problem, solver: str, address: Mapping[str, str] 
         rest = sorted((g for g in keep if g != head), key=lambda g: addr.get(t.node_names[g], t.node_names[g]))
         order = [head, *rest]
         try:
-            sub = solvers.solve(restrict(problem, order), solver)
+            sub = clock.solve(restrict(problem, order), solver)
         except InfeasibleError:
             continue
+        except Stopped:
+            break
         exact = exact and sub.optimal
         devices = tuple(order[i] for i in sub.devices)
         if best is None or lex_compare(sub.objective, best.objective) < 0:
             best = replace(sub, devices=devices)
+        if clock.stopped:
+            break
+    stopped = clock.finish(best, base, "vllm")
+    if stopped is not None:
+        return stopped
     if best is None:
         raise InfeasibleError("no plan that vllm can launch fits the devices")
     return replace(best, solver=f"{best.solver}+vllm-order", optimal=exact, lower_bound=best.objective[0] if exact else best.lower_bound)
@@ -332,10 +352,9 @@ def _whole_sequence(problem: Problem, seq: Sequence[int]) -> Solution | None:
 
 def _covered(
     problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int], *, base: Solution,
+    clock: SearchClock,
 ) -> Solution:
     """Too many sequences: orders covering every realisable plan, with a lower bound."""
-    from partitioner import solvers
-
     groups = _by_node(problem.tables)
     if _count(engine, groups) > MAX_SUBPROBLEMS:
         raise InputError(
@@ -350,9 +369,11 @@ def _covered(
         if not order:
             continue
         try:
-            sub = solvers.solve(restrict(problem, order), solver)
+            sub = clock.solve(restrict(problem, order), solver)
         except InfeasibleError:
             continue
+        except Stopped:
+            break
         exact = exact and sub.optimal
         bound = min(bound, sub.lower_bound)
         if bound_key is None or lex_compare(sub.objective, bound_key) < 0:
@@ -360,6 +381,11 @@ def _covered(
         devices = tuple(order[i] for i in sub.devices)
         if realisable(engine, problem.tables, devices, address) and (best is None or lex_compare(sub.objective, best.objective) < 0):
             best = replace(sub, devices=devices)
+        if clock.stopped:
+            break
+    stopped = clock.finish(best, base, engine)
+    if stopped is not None:
+        return stopped
     if best is None:
         raise InfeasibleError(f"no plan that {engine} can launch fits the devices")
     proven = exact and bound_key is not None and lex_compare(best.objective, bound_key) == 0

@@ -1,0 +1,203 @@
+"""Exports of a deployment (several pipelines, `partitioner.deploy.deployment.Deployment`).
+
+A deployment JSON ("partitioner.deployment/1") holds `replicas`, each a plan as
+"partitioner.plan/1" plus its router `weight`, and the totals in `serving`. Each replica is
+exported by its target's own rules (`partitioner.export.render`), as replica r
+(`PlanView.replica`), so that replicas sharing a host do not collide: its own server port
+(the engine's default + r), vLLM Ray head port 6379 + r, SGLang `--dist-init-addr` port
+5000 + r and `--nccl-port` 29500 + r, TensorRT-LLM options file `pp_partition-rR.yaml`,
+llama.cpp rpc-server ports 50052 + 100 r + k. Scripts are named `NN-rR-host.sh`.
+
+What cannot share a host: vLLM's Ray executor joins a host's GPUs to one Ray cluster
+(`ray start` per host), so two replicas that both use Ray on one host are not expressible.
+
+The router weights (request share of replica r = its tokens/s over the total, as the planner
+computed them) are written as ROUTER_FILE beside the scripts, each with the replica's endpoint.
+
+Data parallelism, when every replica is identical (same GPUs, TP degrees and layer ranges):
+- vLLM `--data-parallel-size N`: on one host, local DP rank d takes visible devices
+  [d * world_size, (d+1) * world_size), world_size = pp * tp (`Worker.init_device` in
+  `vllm/v1/worker/gpu_worker.py`; older: `vllm/v1/engine/utils.py::get_device_indices`), so
+  listing each replica's rank order one after the other places every replica on its GPUs;
+  printed as an alternative launch. Across hosts only noted (the per-replica launches follow).
+- SGLang `--dp-size N`: `DataParallelController.launch_dp_schedulers`
+  (`python/sglang/srt/managers/data_parallel_controller.py`, main) starts DP rank d at GPU
+  d * tp_size * pp_size (times gpu_id_step), so the same listing places them on one host
+  (`partitioner.export.sglang.gpu_id`); printed as an alternative launch too.
+Across hosts the output says the replicas are identical and launches each one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from partitioner.errors import ConfigError
+from partitioner.export.base import Export
+from partitioner.export.shell import Step, listing
+from partitioner.export.view import PlanView
+
+__all__ = ["DEPLOYMENT_FORMAT", "ROUTER_FORMAT", "ROUTER_FILE", "DeploymentView", "is_deployment", "parse_deployment",
+           "render_deployment", "serve_port"]
+
+DEPLOYMENT_FORMAT = "partitioner.deployment/1"  # = partitioner.deploy.deployment.DEPLOYMENT_FORMAT
+ROUTER_FORMAT = "partitioner.router/1"
+ROUTER_FILE = "router-weights.json"
+_SERVE_PORT = {"vllm": 8000, "sglang": 30000, "trtllm": 8000, "llamacpp": 8080}  # each engine's default --port
+
+
+@dataclass(frozen=True)
+class DeploymentView:
+    """The replicas (each a PlanView numbered `replica`), their router weights and the totals."""
+
+    replicas: tuple[PlanView, ...]
+    weights: tuple[float, ...]
+    identical: bool
+    serving: Mapping[str, Any]
+    unused: tuple[str, ...]
+    document: Mapping[str, Any]
+
+
+def is_deployment(data: Any) -> bool:
+    """A deployment dict, or a `Deployment` object (duck-typed: replicas and to_dict)."""
+    if isinstance(data, Mapping):
+        return data.get("format") == DEPLOYMENT_FORMAT
+    return hasattr(data, "replicas") and hasattr(data, "to_dict")
+
+
+def parse_deployment(data: Any, file: str | None = None) -> DeploymentView:
+    """Validate a deployment dict (`Deployment.to_dict()`); errors name `replicas[r]...`."""
+    from partitioner.export.load import parse_plan
+
+    if not isinstance(data, Mapping):
+        data = data.to_dict()
+    reps = data.get("replicas")
+    if not isinstance(reps, list) or not reps:
+        raise ConfigError("a deployment needs a non-empty list of replicas", file=file, location="replicas")
+    views: list[PlanView] = []
+    weights: list[float] = []
+    seen: dict[str, int] = {}
+    for r, rep in enumerate(reps):
+        if not isinstance(rep, Mapping):
+            raise ConfigError(f"must be a plan object (got {type(rep).__name__})", file=file, location=f"replicas[{r}]")
+        w = rep.get("weight")
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 1:
+            raise ConfigError(f"must be a number in [0, 1] (got {w!r})", file=file, location=f"replicas[{r}].weight")
+        try:
+            view = parse_plan({k: v for k, v in rep.items() if k != "weight"}, file=file)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=file, location=f"replicas[{r}].{exc.location}" if exc.location else f"replicas[{r}]") from None
+        for st in view.stages:
+            for dev in st.group:
+                if dev in seen:
+                    raise ConfigError(f"device {dev!r} is also in replica {seen[dev]}", file=file, location=f"replicas[{r}].stages")
+                seen[dev] = r
+        views.append(dataclasses.replace(view, replica=r))
+        weights.append(float(w))
+    return DeploymentView(tuple(views), tuple(weights), bool(data.get("identical_replicas")),
+                          dict(data.get("serving") or {}), tuple(data.get("unused_devices") or ()), dict(data))
+
+
+def serve_port(target: str, replica: int) -> int | None:
+    base = _SERVE_PORT.get(target)
+    return None if base is None else base + replica
+
+
+def _only(given: Mapping[str, Any] | None, view: PlanView) -> dict[str, Any]:
+    names = {d for st in view.stages for d in st.group}
+    return {k: v for k, v in (given or {}).items() if k in names}
+
+
+def render_deployment(dv: DeploymentView, target: str, ordinals: Mapping[str, int] | None = None,
+                      endpoints: Mapping[str, str] | None = None) -> Export:
+    """One launch per replica (per host), the router weights file, and the data-parallel alternative."""
+    from partitioner.export import ENGINES, REGISTRY, render
+    from partitioner.jsonio import dumps
+
+    if target == "json":
+        return Export("json", dumps(dict(dv.document), indent=2) + "\n", infeasible=not all(v.feasible for v in dv.replicas))
+    given = {**(ordinals or {}), **(endpoints or {})}
+    known = {d for v in dv.replicas for st in v.stages for d in st.group}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        from partitioner.errors import InputError
+
+        raise InputError(f"--device-id/--rpc-endpoint name devices in no replica: {', '.join(map(repr, unknown))}")
+    takes_eps = REGISTRY[target][3]
+    outs = []
+    for v in dv.replicas:
+        kw: dict[str, Any] = {"ordinals": _only(ordinals, v)}
+        if takes_eps:
+            kw["endpoints"] = _only(endpoints, v)
+        outs.append(render(v, target, **kw))
+    warnings, cannot, unsupported, steps, text = [], [], [], [], []
+    header = [f"{len(dv.replicas)} replicas of {dv.replicas[0].model or 'the model'}: one launch each; "
+              f"route requests by the weights in {ROUTER_FILE}"]
+    routes = []
+    for v, w, out in zip(dv.replicas, dv.weights, outs, strict=True):
+        r = v.replica or 0
+        port = serve_port(target, r)
+        head = v.stages[0].node
+        url = f"http://{v.address(head) or head}:{port}" if port is not None and target in ENGINES else None
+        tps = (v.serving or {}).get("tokens_per_s")
+        routes.append({"replica": r, "weight": w, "url": url, "tokens_per_s": tps,
+                       "devices": [d for st in v.stages for d in st.group]})
+        text.append(f"# === replica {r}: router weight {w:.4f}" + (f", {url}" if url else "") + " ===\n" + out.text)
+        warnings += [f"replica {r}: {m}" for m in out.warnings]
+        cannot += [f"replica {r}: {m}" for m in out.cannot_express]
+        unsupported += [f"replica {r}: {m}" for m in out.unsupported]
+        steps += [dataclasses.replace(s, tag=f"r{r}") for s in out.steps]
+    cannot += _shared_ray_hosts(dv, outs) if target == "vllm" else []
+    dp_text, dp_notes = _data_parallel(dv, target, ordinals)
+    header += dp_notes
+    router = {"format": ROUTER_FORMAT, "target": target, "identical_replicas": dv.identical,
+              "data_parallel_size": len(dv.replicas) if dv.identical else None, "replicas": routes}
+    head = json.dumps({k: v for k, v in router.items() if k != "replicas"})[:-1]
+    router_text = head + ', "replicas": [\n' + ",\n".join("  " + json.dumps(x) for x in routes) + "\n]}\n"
+    body = listing(header, []) + "".join(text) + dp_text
+    body += f"# the router weights ({ROUTER_FILE}; `--write-scripts DIR` writes it beside the scripts):\n"
+    body += "".join(f"# {line}\n" for line in router_text.splitlines())
+    return Export(target, body, tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps),
+                  not all(v.feasible for v in dv.replicas), files=((ROUTER_FILE, router_text),))
+
+
+def _shared_ray_hosts(dv: DeploymentView, outs: list[Export]) -> list[str]:
+    """Hosts on which two replicas each `ray start` (vLLM's Ray executor: one Ray cluster per host)."""
+    users: dict[str, list[int]] = {}
+    for v, out in zip(dv.replicas, outs, strict=True):
+        for s in out.steps:
+            if s.argv[:2] == ("ray", "start"):
+                users.setdefault(s.host, []).append(v.replica or 0)
+    return [f"replicas {rs} each start Ray on host {h!r}: a host joins one Ray cluster (vLLM's Ray executor takes the "
+            "GPUs of the cluster it is driven from); give each multi-host replica its own hosts"
+            for h, rs in users.items() if len(rs) > 1]
+
+
+def _data_parallel(dv: DeploymentView, target: str, ordinals: Mapping[str, int] | None) -> tuple[str, list[str]]:
+    """The engine's data-parallel launch for identical replicas on one host (module doc), and notes."""
+    if not dv.identical or target not in ("vllm", "sglang"):
+        return "", []
+    n = len(dv.replicas)
+    flag = "--data-parallel-size" if target == "vllm" else "--dp-size"
+    hosts = {st.node for v in dv.replicas for st in v.stages}
+    first = dv.replicas[0]
+    if len(hosts) > 1:
+        return "", [f"the replicas are identical: {target} {flag} {n} can express them; across hosts its rank "
+                    "placement is not printed here, so one launch per replica follows"]
+    from partitioner.export import render
+    from partitioner.export.devices import cuda_ordinals, rank_devices
+
+    visible = []
+    for v in dv.replicas:
+        ords, _ = cuda_ordinals(v, _only(ordinals, v))
+        visible.append(rank_devices(v, ords))
+    one = render(dataclasses.replace(first, replica=None), target, ordinals=_only(ordinals, first))
+    serve = one.steps[-1]
+    env = tuple((k, ",".join(visible) if k == "CUDA_VISIBLE_DEVICES" else val) for k, val in serve.env)
+    dp = Step(serve.host, (*serve.argv, flag, str(n)), env, f"alternative to the launches above: all {n} replicas as one "
+              f"{target} launch, DP rank d on the d-th block of visible GPUs")
+    return listing([f"=== the replicas are identical: {flag} {n} ==="], [dp]), [
+        f"the replicas are identical: {flag} {n} runs them as one launch (printed last)"]
