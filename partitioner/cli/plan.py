@@ -16,6 +16,7 @@ from partitioner.registry import (
     REGIMES,
     SOLVER_CHOICES,
     TP_MODES,
+    UNIFORM_TP_ENGINES,
 )
 
 __all__ = ["plan"]
@@ -79,7 +80,7 @@ def plan(
 
     model, cluster = load_inputs(model_file, cluster_file)
     if wants_deployment(replicas, tp, cluster):
-        tp = _engine_tp(tp, engine or (export if export in ENGINES else None), cluster)
+        tp = _engine_tp(tp, engine or (export if export in LAUNCH_TARGETS else None), cluster)
     if wants_deployment(replicas, tp, cluster):  # (one pipeline with --tp off: the engine-order path below)
         from partitioner.cli._deploy import run_deploy
 
@@ -131,11 +132,9 @@ def plan(
 
 def _engine_tp(tp: str | None, engine: str | None, cluster: Any) -> str | None:
     """TP groups as the engine can launch them. vLLM, SGLang and TensorRT-LLM take one TP degree for
-    every stage (partitioner.deploy.deployment.UNIFORM_TP_ENGINES): per-stage degrees ("auto", or
+    every stage (partitioner.registry.UNIFORM_TP_ENGINES): per-stage degrees ("auto", or
     unset with cluster.yaml's tp:) become "uniform". llama.cpp cannot run TP inside its layer split
     (partitioner.export.llamacpp): one GPU per stage ("off"). Said on stderr; explicit choices stay."""
-    from partitioner.deploy.deployment import UNIFORM_TP_ENGINES
-
     if tp not in (None, "auto"):
         if tp == "node" and engine in UNIFORM_TP_ENGINES:
             sizes = {sum(1 for d in cluster.devices if d.node == n) for n in {d.node for d in cluster.devices}}

@@ -22,6 +22,7 @@ from typing import Any
 
 from partitioner.errors import InputError
 from partitioner.problem import CostTables
+from partitioner.registry import LAUNCH_TARGETS
 
 __all__ = ["counts_of_split", "cuts_from_decoder_counts", "layout_stages"]
 
@@ -29,7 +30,7 @@ __all__ = ["counts_of_split", "cuts_from_decoder_counts", "layout_stages"]
 def counts_of_split(split: str, n_decoder: int) -> list[int]:
     """Decoder layers per stage of `ENGINE:a,b,...`."""
     engine, sep, values = split.partition(":")
-    if not sep or engine not in ("vllm", "sglang", "trtllm", "llamacpp"):
+    if not sep or engine not in LAUNCH_TARGETS:
         raise InputError(f"--split takes ENGINE:a,b,... with ENGINE vllm, sglang, trtllm or llamacpp (got {split!r})")
     try:
         numbers = [float(x) for x in values.split(",")]

@@ -6,7 +6,7 @@ the file and the value), since a future layout must not be read as this one.
 
 Pydantic validates the document at this edge; any problem becomes a `ConfigError` naming
 the file and the field (`plan.json: stages[2].end: ...`). The structural rules of a plan
-(issue 4) are checked too: stages contiguous from 0 to num_layers, each non-empty,
+(docs/algorithms.md §1) are checked too: stages contiguous from 0 to num_layers, each non-empty,
 decoder layers within the stage, distinct devices.
 """
 

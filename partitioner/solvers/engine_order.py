@@ -36,6 +36,7 @@ import numpy as np
 
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, Solution, evaluate, lex_compare, objective_key
+from partitioner.registry import LAUNCH_TARGETS
 from partitioner.solvers.engine_clock import SearchClock, Stopped
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
     "solve", "unsupported_devices",
 ]
 
-ENGINE_RULES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp", "generic")
+ENGINE_RULES: tuple[str, ...] = (*LAUNCH_TARGETS, "generic")
 MAX_SUBPROBLEMS = 20000
 
 
@@ -77,7 +78,7 @@ def unsupported_devices(t: CostTables, engine: str) -> list[int]:
 
     from partitioner.export.base import compute_capability
 
-    if engine not in ("vllm", "sglang", "trtllm", "llamacpp"):
+    if engine not in LAUNCH_TARGETS:
         return []
     minimum = importlib.import_module(f"partitioner.export.{engine}").MIN_CC
     if minimum is None:
