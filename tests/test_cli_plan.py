@@ -117,3 +117,15 @@ def test_python_api_matches_cli() -> None:
     assert partitioner.plan(model, cluster, solver="cpsat", time_limit_s=5).tau_max == pytest.approx(
         plan.tau_max, rel=1e-6
     )
+
+
+def test_time_limit_counts_from_the_start_of_the_command() -> None:
+    """--time-limit bounds the whole command: the solvers get what loading the inputs left."""
+    import time
+
+    from partitioner.cli.plan import _time_left
+
+    assert _time_left(None, time.monotonic()) is None
+    left = _time_left(5.0, time.monotonic() - 2.0)
+    assert left is not None and 2.9 < left <= 3.0
+    assert _time_left(1.0, time.monotonic() - 10.0) == 1e-3  # spent: the solvers return their first plan

@@ -75,10 +75,14 @@ def plan(
     tp: str | None = None,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
+    import time
+
+    started = time.monotonic()  # --time-limit counts from here: loading the files is part of it
     from partitioner.api import build_problem, load_inputs, solve_problem, wants_deployment, with_metadata
     from partitioner.result import PLAN_FORMAT
 
     model, cluster = load_inputs(model_file, cluster_file)
+    time_limit = _time_left(time_limit, started)
     if wants_deployment(replicas, tp, cluster):
         tp = _engine_tp(tp, engine or (export if export in LAUNCH_TARGETS else None), cluster)
     if wants_deployment(replicas, tp, cluster):  # (one pipeline with --tp off: the engine-order path below)
@@ -150,6 +154,14 @@ def _engine_tp(tp: str | None, engine: str | None, cluster: Any) -> str | None:
                    "(one GPU per stage)", err=True)
         return "off"
     return tp
+
+
+def _time_left(limit: float | None, started: float) -> float | None:
+    """What is left of `--time-limit` after loading the inputs (at least 1 ms: the solvers then
+    return their first plan with its bound, as on a limit hit)."""
+    import time
+
+    return None if limit is None else max(1e-3, limit - (time.monotonic() - started))
 
 
 def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None) -> None:
