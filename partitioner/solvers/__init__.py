@@ -68,7 +68,7 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
         if found is None:
             raise
         return found
-    if seed.optimal and len(seed.objective) == 1:
+    if seed.optimal:  # proven on every key (dp.hint claims it only then)
         return seed
     links = problem.L * problem.G**2
     if links > MAX_CPSAT_LINKS or links * BUILD_S_PER_LINK > 0.5 * budget.left(limit):

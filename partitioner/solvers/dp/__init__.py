@@ -24,6 +24,7 @@ from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.lattice import Lattice, lattice_size
 from partitioner.solvers.dp.makespan import min_makespan
+from partitioner.solvers.dp.relaxed import Unaffordable
 from partitioner.solvers.dp.sigma import balanced, throughput
 from partitioner.solvers.dp.space import Space
 from partitioner.solvers.dp.tables import build_tables, device_classes
@@ -34,6 +35,7 @@ MAX_TAU_LATTICE = 200_000  # prod(m_t + 1) over (cost, capacity) classes: tau st
 MAX_STAGE_WORK = 100_000_000  # prod(m_t + 1) * T * (L+1) over link-aware classes: the states
 # (v, t, j) the sigma/sum steps could keep; at the tau* cap only a thin band of them is kept
 MAX_MATRIX = 60_000_000  # (L+1)^2 x distinct cost rows: the interval-cost matrices in memory
+MAX_FINE_LATTICE = 2_000_000  # link-aware lattice the relaxed route still builds (`_relaxed`)
 MAKESPAN_CALLS = 200  # the makespan search caps stages far above tau*, so its bands are wide
 
 
@@ -69,13 +71,13 @@ def applies(problem: Problem) -> bool:
     return w["tau_lattice"] <= MAX_TAU_LATTICE and w["stage_work"] <= budget
 
 
-def _space(problem: Problem) -> Space:
+def _space(problem: Problem, banded_ok: bool = True) -> Space:
     T = build_tables(problem.tables)
     if problem.order == "fixed":
         return Space(T)
     fine = Lattice.build(device_classes(problem.tables, links=True))
     coarse = Lattice.build(device_classes(problem.tables, links=False))
-    return Space(T, fine=fine, coarse=coarse)
+    return Space(T, fine=fine, coarse=coarse, banded_ok=banded_ok)
 
 
 def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Solution:
@@ -116,9 +118,9 @@ def _watch(problem: Problem, space: Space, budget: Budget) -> None:
     space.on_plan = seen
 
 
-def _solve(problem: Problem, budget: Budget) -> Solution:
+def _solve(problem: Problem, budget: Budget, banded_ok: bool = True) -> Solution:
     start = time.perf_counter()
-    space = _space(problem)
+    space = _space(problem, banded_ok)
     _watch(problem, space, budget)
 
     def T_of(plan: Plan) -> tuple[float, float]:
@@ -136,11 +138,19 @@ def _solve(problem: Problem, budget: Budget) -> Solution:
         plan = throughput(space, problem.regime, sigma_of)
     else:
         work_lb = float(problem.tables.cost.min(axis=0).sum()) * (1 - 1e-12)
-        plan = min_makespan(space, problem.regime, int(problem.M), T_of, work_lb)[0]
+        plan, _, bound = min_makespan(space, problem.regime, int(problem.M), T_of, work_lb)
     if not plan[1]:
         raise InfeasibleError(explain_infeasible(problem.tables))
     metrics = evaluate(problem, plan[1], plan[2])
     key = objective_key(problem, metrics)
+    if problem.objective == "makespan" and lex_compare((bound,), key) < 0:  # relaxed route, incomplete
+        from partitioner.solvers.bounds import makespan_bound
+
+        budget.bound(max(bound, makespan_bound(problem, space.tau())))
+        budget.offer(problem, plan[1], plan[2])
+        found = budget.best_solution("FEASIBLE")
+        assert found is not None
+        return dataclasses.replace(found, wall_time_s=time.perf_counter() - start)
     stats: tuple[tuple[str, float], ...] = (("probes", float(space.calls)),)
     if space.fine is not None:
         stats += (("classes", float(space.fine.T)), ("lattice", float(space.fine.coords.shape[0])))
@@ -165,6 +175,25 @@ def free_tau_plan(problem: Problem) -> tuple[float | None, tuple[int, ...], tupl
     return Space(build_tables(problem.tables), coarse=Lattice.build(classes)).tau_plan()
 
 
+def _relaxed(problem: Problem, budget: Budget | None) -> Solution | None:
+    """The exact optimum beyond `applies` when the relaxed steps (`relaxed`) converge within their
+    state cap (the tau lattice must fit); None when they do not."""
+    if problem.order != "free" or lattice_size(device_classes(problem.tables, links=False)) > MAX_TAU_LATTICE:
+        return None
+    if lattice_size(device_classes(problem.tables, links=True)) > MAX_FINE_LATTICE:
+        return None
+    budget = budget if budget is not None else Budget(None)
+    try:
+        return _solve(problem, budget, banded_ok=False)
+    except (Unaffordable, MemoryError):
+        return None
+    except (TimeUp, KeyboardInterrupt):
+        from partitioner.solvers.bounds import lower_bound
+
+        budget.bound(lower_bound(problem, lp=False))  # the caller reports the best plan so far with it
+        raise
+
+
 def _reraise(found: Solution) -> Solution:
     """A seed step that stopped early stops the whole solve (Ctrl-C or the time limit)."""
     if found.status == "INTERRUPTED":
@@ -183,6 +212,10 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     if applies(problem):
         return _reraise(solve(problem, budget))
     from partitioner.solvers.bounds import lower_bound, makespan_bound
+
+    exact = _relaxed(problem, budget)
+    if exact is not None and exact.optimal:
+        return exact
 
     start = time.perf_counter()
     tau = None
@@ -206,6 +239,9 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     _reraise(fixed)
     plans.append((fixed.devices, fixed.cuts))
     lb = lower_bound(problem)
+    if exact is not None:  # an incomplete relaxed makespan search: its plan and its real bound
+        plans.append((exact.devices, exact.cuts))
+        lb = max(lb, exact.lower_bound)
     best = min(plans, key=lambda pc: objective_key(problem, evaluate(problem, *pc)))
     key = objective_key(problem, evaluate(problem, *best))
     if tau is not None and np.isfinite(tau):

@@ -9,17 +9,20 @@ C_g(i, j) + d(g, h, j) and final C_g(i, L) for sigma, restricted to [lo, hi].
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from partitioner.solvers.dp.banded import lattice_stages
+from partitioner.solvers.dp.banded import lattice_stages, window_states
 from partitioner.solvers.dp.fixed import Plan, fixed_stages, fixed_tau
 from partitioner.solvers.dp.lattice import Lattice
 from partitioner.solvers.dp.reach import lattice_tau, tau_plan
+from partitioner.solvers.dp.relaxed import Unaffordable, relaxed_bound, relaxed_stages
 from partitioner.solvers.dp.tables import DPTables, cap
 
-__all__ = ["Space"]
+__all__ = ["Space", "SMALL_BAND"]
+
+SMALL_BAND = 100_000  # window states under which the banded step runs even beyond `applies`
 
 
 @dataclass(eq=False)
@@ -33,6 +36,8 @@ class Space:
     calls: int = 0
     check: Callable[[], None] | None = None  # raises to stop the search (time limit)
     on_plan: Callable[[str, Plan], None] | None = None  # sees every plan a step returns
+    banded_ok: bool = True  # the full lattice step is affordable (else Unaffordable propagates)
+    counted: dict[str, set[int]] = field(default_factory=dict)  # per mode: classes the relaxed steps count
     _tau: float | None = None
 
     @property
@@ -80,8 +85,34 @@ class Space:
             self.check()
         if self.fine is None:
             return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
-        found = lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
+        try:  # the relaxation over the scarce classes first (`relaxed`), exact when it converges
+            found = relaxed_stages(self.tables, self.fine.classes, mode, tau_cap, sigma_cap, bound=bound,
+                                   K=self.counted.setdefault(mode, set()), check=self.check)
+        except Unaffordable:
+            B = min(tau_cap, sigma_cap if mode != "max" else bound)
+            if not self.banded_ok and window_states(self.tables, self.fine, B) > SMALL_BAND:
+                raise
+            found = lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
         return self._seen("stages", found)
+
+    def stages_bound(self, mode: str, tau_cap: float, sigma_cap: float) -> tuple[float, Plan | None]:
+        """A lower bound on `stages(mode, tau_cap, sigma_cap)` from one relaxed pass over the
+        classes counted so far, with the step's optimal plan when that pass already finds it
+        (None otherwise); exact in fixed order."""
+        if self.fine is None:
+            found = self.stages(mode, tau_cap, sigma_cap)
+            return found[0], found
+        self.calls += 1
+        if self.check is not None:
+            self.check()
+        try:
+            value, devices, cuts = relaxed_bound(self.tables, self.fine.classes, mode, tau_cap, sigma_cap,
+                                                 K=self.counted.setdefault(mode, set()))
+        except Unaffordable:
+            return 0.0, None
+        if not devices:
+            return value, None
+        return value, self._seen("stages", (value, devices, cuts))
 
     def _pairs(self) -> list[tuple[int, int]]:
         """(cost id, link id) of every stage-then-link pair a plan can contain."""

@@ -1,0 +1,106 @@
+"""The relaxed free-order steps (dp.relaxed): lower bounds while classes go uncounted, exact
+once the plan respects every class count, and the route beyond `dp.applies` agrees with the
+exhaustive oracle."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from oracle import KINDS, instance, oracle
+
+from partitioner.problem import CostTables, Problem, evaluate, lex_compare, objective_key
+from partitioner.solvers import dp
+from partitioner.solvers.dp import space as dp_space
+from partitioner.solvers.dp.banded import lattice_stages
+from partitioner.solvers.dp.lattice import Lattice
+from partitioner.solvers.dp.relaxed import Unaffordable, relaxed_bound, relaxed_stages
+from partitioner.solvers.dp.tables import build_tables, cap, device_classes
+
+INF = float("inf")
+
+
+def scarce_fast() -> CostTables:
+    """One fast device (1 per layer) and three slow ones (3 per layer), two layers fit a device:
+    uncounted, the fast class would take every stage."""
+    G, L = 4, 6
+    lat = np.full((G, G), 1e-3)
+    np.fill_diagonal(lat, 0.0)
+    bw = np.full((G, G), np.inf)
+    return CostTables(
+        cost=np.array([[1.0] * L] + [[3.0] * L] * 3), memory_gb=np.ones(L), cut_bytes=np.zeros(L),
+        capacity_gb=np.full(G, 2.0), latency_s=lat, bandwidth_Bps=bw,
+        layer_names=tuple(f"l{i}" for i in range(L)), device_names=tuple(f"d{g}" for g in range(G)),
+        gpu_names=("fast", "slow", "slow", "slow"), node_names=("n",) * G,
+    )
+
+
+def test_uncounted_pass_is_a_bound_and_refinement_counts_the_scarce_class() -> None:
+    t = scarce_fast()
+    T, classes = build_tables(t), tuple(tuple(c) for c in device_classes(t, links=True))
+    assert classes == ((0,), (1, 2, 3))
+    loose, _, _ = relaxed_bound(T, classes, "sum", INF, INF, K=set())
+    # uncounted, the fast device is used twice: fast, slow, fast (a one-device class cannot
+    # follow itself), 2 + 6 + 2 and two links
+    assert loose == pytest.approx(10.0 + 2e-3)
+    K: set[int] = set()
+    value, devices, cuts = relaxed_stages(T, classes, "sum", INF, INF, K=K)
+    assert K == {0}
+    assert value == pytest.approx(2.0 + 12.0 + 2e-3) and sorted(devices) == [0, 1, 2]
+    assert value >= loose
+    p = Problem(t, objective="makespan", M=1)
+    assert evaluate(p, devices, cuts).T_async == pytest.approx(value)
+
+
+def test_relaxed_step_equals_the_lattice_step() -> None:
+    rng = np.random.default_rng(7)
+    for seed in range(40):
+        t, _ = instance(seed, KINDS[seed % len(KINDS)])
+        T, cls = build_tables(t), device_classes(t, links=True)
+        lat = Lattice.build(cls)
+        tau = dp.free_tau(Problem(t))
+        if tau is None or not np.isfinite(tau):
+            continue
+        for mode, tc, sc in (("max", cap(tau), INF), ("sum", cap(tau), INF), ("sum", INF, cap(2 * tau)),
+                             ("max", INF, INF)):
+            want = lattice_stages(T, lat, mode, tc, sc)[0]
+            got = relaxed_stages(T, lat.classes, mode, tc, sc)[0]
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-15) or got == want == INF, (seed, mode)
+            K = {int(x) for x in np.flatnonzero(rng.random(lat.T) < 0.5)}
+            assert relaxed_bound(T, lat.classes, mode, tc, sc, K=K)[0] <= want * (1 + 1e-12)
+
+
+def test_state_cap_raises_unaffordable() -> None:
+    t = scarce_fast()
+    T, classes = build_tables(t), tuple(tuple(c) for c in device_classes(t, links=True))
+    with pytest.raises(Unaffordable):
+        relaxed_stages(T, classes, "sum", INF, INF, max_states=10)
+
+
+COMBOS = list(itertools.product(("balanced", "throughput", "makespan"), ("async", "blocking")))
+
+
+def test_relaxed_route_beyond_applies_equals_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Free order with `applies` switched off and no banded fallback: dp.hint must prove and
+    match the exhaustive optimum, or fall back with a bound <= the optimum."""
+    monkeypatch.setattr(dp, "MAX_STAGE_WORK", 0)
+    monkeypatch.setattr(dp_space, "SMALL_BAND", -1)
+    proven = 0
+    for seed in range(2000, 2240):
+        t, M = instance(seed, KINDS[seed % len(KINDS)])
+        want = oracle(t, M, "free")
+        for objective, regime in COMBOS:
+            best = want[objective, regime]
+            if best is None:
+                continue
+            p = Problem(t, M=M, objective=objective, regime=regime, order="free")  # type: ignore[arg-type]
+            got = dp.hint(p)
+            m = evaluate(p, got.devices, got.cuts)
+            assert m.fits and got.objective == objective_key(p, m)
+            assert lex_compare(got.objective, best) >= 0
+            assert 0 < got.lower_bound <= best[0] * (1 + 1e-9) + 1e-12 or best[0] == 0
+            if got.optimal:
+                proven += 1
+                assert lex_compare(got.objective, best) == 0, (seed, objective, regime, got, best)
+    assert proven >= 1000
