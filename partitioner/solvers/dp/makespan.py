@@ -52,7 +52,7 @@ def min_makespan(
     best, (best_T, _) = seed, T_of(seed)
     top = best_T if M == 1 else min(best_T, (best_T - work_lb) / (M - 1))
     try:
-        free = space.stages("sum", *caps(top))
+        free = space.stages("sum", *caps(top), loose=True)
         g_top = free[0]
     except Unaffordable:
         free, g_top = (INF, (), ()), space.stages_bound("sum", *caps(top))[0]
@@ -97,7 +97,7 @@ def min_makespan(
         """g(cand[i]) exactly (None when the exact step is unaffordable)."""
         if i not in exact:
             try:
-                found(i, space.stages("sum", *caps(float(cand[i]))))
+                found(i, space.stages("sum", *caps(float(cand[i])), loose=True))
             except Unaffordable:
                 return None
         return exact[i]

@@ -147,11 +147,25 @@ def _pass(
     src = np.concatenate([(vv[room[u]] if u in K else vv) * n + u for u in range(n)])  # into Y (N, n)
     dst = src + np.repeat(stride, [int(room[u].sum()) if u in K else N for u in range(n)]) * n
     capped = mode != "max" and sigma_cap < INF
+    finite = np.isfinite(D[1:L])
+    one = finite.any() and bool(np.all(np.where(finite, D[1:L], 0.0) == np.where(finite, D[1:L], 0.0).max(
+        axis=(1, 2), keepdims=True)))  # one link: every allowed (t, u) has the same delay at each cut
+    allowed = np.where(np.isfinite(D[1]) if L > 1 else True, 0.0, INF)  # (t, u): 0, or inf
+    d = np.where(finite, D[1:L], -INF).max(axis=(1, 2)) if one else None  # d[j - 1]: that delay
     for j in range(1, L):
         lo = max(0, j - w)
         Gs = S[lo:j][::-1]  # (k, N, t): start i = j - k, k = 1..j-lo
         stage = A[j, : j - lo]  # (k, t)
-        if mode == "max":
+        if d is not None:  # the link does not depend on (t, u): reduce over k once per t
+            dj = float(d[j - 1])
+            if mode == "max":
+                Z = np.maximum(Gs, stage[:, None, :] + dj).min(axis=0)
+                Z[bound < Z] = INF
+            else:
+                Z = (Gs + (np.where(stage + dj <= sigma_cap, stage, INF) if capped else stage)[:, None, :]).min(axis=0)
+                Z += dj
+            X = Z[:, :, None] + allowed
+        elif mode == "max":
             X = np.maximum(Gs[:, :, :, None], (stage[:, :, None] + D[j])[:, None]).min(axis=0)
             X[bound < X] = INF
         elif capped:

@@ -77,22 +77,31 @@ class Space:
             self.on_plan(kind, plan)
         return plan
 
-    def stages(self, mode: str, tau_cap: float, sigma_cap: float, bound: float = float(np.inf)) -> Plan:
+    def stages(
+        self, mode: str, tau_cap: float, sigma_cap: float, bound: float = float(np.inf), loose: bool = False
+    ) -> Plan:
         """The sigma ("max") or sum ("sum") step under the caps; in max mode plans above `bound`
-        (an incumbent's value) may be skipped, which only prunes the free-order search."""
+        (an incumbent's value) may be skipped, which only prunes the free-order search. In free
+        order the banded lattice step runs first at the period's tight caps, where its windows
+        are thin and every class is scarce; with `loose` caps (the makespan search) the relaxed
+        step runs first, where few classes are scarce and the windows are wide. Beyond `applies`
+        (not banded_ok) the banded step runs only on few window states, else Unaffordable."""
         self.calls += 1
         if self.check is not None:
             self.check()
         if self.fine is None:
             return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
-        try:  # the relaxation over the scarce classes first (`relaxed`), exact when it converges
-            found = relaxed_stages(self.tables, self.fine.classes, mode, tau_cap, sigma_cap, bound=bound,
+        T, lat = self.tables, self.fine
+        B = min(tau_cap, sigma_cap if mode != "max" else bound)
+        if not loose and (self.banded_ok or window_states(T, lat, B) <= SMALL_BAND):
+            return self._seen("stages", lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check))
+        try:
+            found = relaxed_stages(T, lat.classes, mode, tau_cap, sigma_cap, bound=bound,
                                    K=self.counted.setdefault(mode, set()), check=self.check)
         except Unaffordable:
-            B = min(tau_cap, sigma_cap if mode != "max" else bound)
-            if not self.banded_ok and window_states(self.tables, self.fine, B) > SMALL_BAND:
+            if not self.banded_ok and (not loose or window_states(T, lat, B) > SMALL_BAND):
                 raise
-            found = lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
+            found = lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
         return self._seen("stages", found)
 
     def stages_bound(self, mode: str, tau_cap: float, sigma_cap: float) -> tuple[float, Plan | None]:
