@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from partitioner.solvers.dp.banded import lattice_stages, window_states
+from partitioner.solvers.dp.banded import lattice_stages, stage_bounds, window_states
 from partitioner.solvers.dp.fixed import Plan, fixed_stages, fixed_tau
 from partitioner.solvers.dp.lattice import Lattice
 from partitioner.solvers.dp.reach import lattice_tau, tau_plan
@@ -92,14 +92,14 @@ class Space:
         if self.fine is None:
             return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
         T, lat = self.tables, self.fine
-        B = min(tau_cap, sigma_cap if mode != "max" else bound)
-        if not loose and (self.banded_ok or window_states(T, lat, B) <= SMALL_BAND):
+        B = stage_bounds(T, lat, mode, tau_cap, sigma_cap, bound)
+        if not loose and (self.banded_ok or window_states(T, lat, *B) <= SMALL_BAND):
             return self._seen("stages", lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check))
         try:
             found = relaxed_stages(T, lat.classes, mode, tau_cap, sigma_cap, bound=bound,
                                    K=self.counted.setdefault(mode, set()), check=self.check)
         except Unaffordable:
-            if not self.banded_ok and (not loose or window_states(T, lat, B) > SMALL_BAND):
+            if not self.banded_ok and (not loose or window_states(T, lat, *B) > SMALL_BAND):
                 raise
             found = lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
         return self._seen("stages", found)
