@@ -125,6 +125,12 @@ def lattice_tau(T: DPTables, lat: Lattice) -> tuple[float, int]:
     interval sum C_t(i, j)), each probe one early-exit `forward` pass; returns (tau*, probes)."""
     ids = sorted({int(T.cost_id[c[0]]) for c in lat.classes})
     cand = np.unique(np.concatenate([T.C[i][np.isfinite(T.C[i])] for i in ids]))
+    # a plan is one whole-model stage, or every stage holds each of its layers alone (closed
+    # under shrinking), so tau* >= min(min_t C_t(0, L), max_l min_t C_t(l, l+1)): no probe below
+    J = np.arange(T.L)
+    alone = float(np.min([T.C[i][J, J + 1] for i in ids], axis=0).max())
+    floor = min(alone, *(float(T.C[i][0, T.L]) for i in ids))
+    cand = cand[cand >= floor]
     if cand.size == 0 or not forward(lat, next_far(T, lat, cap(float(cand[-1]))), T.L, True)[0]:
         return float(np.inf), 1
     lo, hi, probes = 0, cand.size - 1, 1
