@@ -146,3 +146,42 @@ def test_hint_beyond_the_tau_lattice_keeps_honest_bounds(monkeypatch: pytest.Mon
             assert 0 < got.lower_bound <= best[0] * (1 + 1e-9) + 1e-12 or best[0] == 0
             if got.optimal:
                 assert lex_compare(got.objective, best) == 0
+
+
+def one_node(seed: int) -> CostTables:
+    """Two or three GPU types of two or more devices each on one node (every class may follow
+    every class over the same link: the relaxed pass's one-link path)."""
+    rng = np.random.default_rng(seed)
+    types = int(rng.integers(2, 4))
+    type_of = np.repeat(np.arange(types), rng.integers(2, 4, size=types))
+    G, L = type_of.size, int(rng.integers(4, 10))
+    lat = np.full((G, G), 1e-3 * rng.uniform(0.1, 1))
+    np.fill_diagonal(lat, 0.0)
+    bw = np.full((G, G), 1e9)
+    np.fill_diagonal(bw, np.inf)
+    return CostTables(
+        cost=(rng.uniform(0.5, 1.5, size=L) / rng.uniform(1, 4, size=types)[:, None])[type_of],
+        memory_gb=rng.uniform(0.8, 1.2, size=L), cut_bytes=rng.uniform(1e5, 1e6, size=L),
+        capacity_gb=rng.uniform(1.5, 4.0, size=types)[type_of], latency_s=lat, bandwidth_Bps=bw,
+        layer_names=tuple(f"l{i}" for i in range(L)), device_names=tuple(f"d{g}" for g in range(G)),
+        gpu_names=tuple(f"t{k}" for k in type_of), node_names=("n",) * G,
+    )
+
+
+def test_one_link_path_equals_the_lattice_step() -> None:
+    for seed in range(60):
+        t = one_node(seed)
+        T, lat = build_tables(t), Lattice.build(device_classes(t, links=True))
+        assert all(len(c) >= 2 for c in lat.classes)
+        tau = dp.free_tau(Problem(t))
+        if tau is None or not np.isfinite(tau):
+            continue
+        for mode, tc, sc in (("max", cap(tau), INF), ("sum", cap(1.5 * tau), INF), ("sum", INF, cap(2 * tau)),
+                             ("max", INF, INF)):
+            want = lattice_stages(T, lat, mode, tc, sc)[0]
+            got, devices, cuts = relaxed_stages(T, lat.classes, mode, tc, sc)
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-15) or got == want == INF, (seed, mode)
+            if devices:
+                m = evaluate(Problem(t, regime="blocking"), devices, cuts)
+                sig = m.sigma_max if mode == "max" else sum(m.sigma)
+                assert m.fits and sig == pytest.approx(got, rel=1e-9), (seed, mode)

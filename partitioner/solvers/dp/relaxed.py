@@ -152,18 +152,28 @@ def _pass(
         axis=(1, 2), keepdims=True)))  # one link: every allowed (t, u) has the same delay at each cut
     allowed = np.where(np.isfinite(D[1]) if L > 1 else True, 0.0, INF)  # (t, u): 0, or inf
     d = np.where(finite, D[1:L], -INF).max(axis=(1, 2)) if one else None  # d[j - 1]: that delay
+    every = d is not None and not allowed.any()  # any class may follow any: one min over t
+    src_v = src // n
+    buf = np.empty((w, N, n))
     for j in range(1, L):
         lo = max(0, j - w)
         Gs = S[lo:j][::-1]  # (k, N, t): start i = j - k, k = 1..j-lo
         stage = A[j, : j - lo]  # (k, t)
         if d is not None:  # the link does not depend on (t, u): reduce over k once per t
             dj = float(d[j - 1])
+            V = buf[: j - lo]
             if mode == "max":
-                Z = np.maximum(Gs, stage[:, None, :] + dj).min(axis=0)
+                np.maximum(Gs, stage[:, None, :] + dj, out=V)
+            else:
+                np.add(Gs, (np.where(stage + dj <= sigma_cap, stage, INF) if capped else stage)[:, None, :], out=V)
+            Z = V.min(axis=0)
+            if mode == "max":
                 Z[bound < Z] = INF
             else:
-                Z = (Gs + (np.where(stage + dj <= sigma_cap, stage, INF) if capped else stage)[:, None, :]).min(axis=0)
                 Z += dj
+            if every:
+                S[j].reshape(-1)[dst] = Z.min(axis=1)[src_v]
+                continue
             X = Z[:, :, None] + allowed
         elif mode == "max":
             X = np.maximum(Gs[:, :, :, None], (stage[:, :, None] + D[j])[:, None]).min(axis=0)
