@@ -72,13 +72,14 @@ def applies(problem: Problem) -> bool:
     return w["tau_lattice"] <= MAX_TAU_LATTICE and w["stage_work"] <= budget
 
 
-def _space(problem: Problem, banded_ok: bool = True) -> Space:
+def _space(problem: Problem, banded_ok: bool = True, known_tau: Plan | None = None) -> Space:
     T = build_tables(problem.tables)
     if problem.order == "fixed":
         return Space(T)
-    fine = Lattice.build(device_classes(problem.tables, links=True))
-    coarse = Lattice.build(device_classes(problem.tables, links=False))
-    return Space(T, fine=fine, coarse=coarse, banded_ok=banded_ok)
+    fine_cls = device_classes(problem.tables, links=True)
+    fine = Lattice.build(fine_cls) if lattice_size(fine_cls) <= MAX_FINE_LATTICE else Lattice.virtual(fine_cls)
+    coarse = None if known_tau is not None else Lattice.build(device_classes(problem.tables, links=False))
+    return Space(T, fine=fine, coarse=coarse, banded_ok=banded_ok, known_tau=known_tau)
 
 
 def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Solution:
@@ -119,9 +120,9 @@ def _watch(problem: Problem, space: Space, budget: Budget) -> None:
     space.on_plan = seen
 
 
-def _solve(problem: Problem, budget: Budget, banded_ok: bool = True) -> Solution:
+def _solve(problem: Problem, budget: Budget, banded_ok: bool = True, known_tau: Plan | None = None) -> Solution:
     start = time.perf_counter()
-    space = _space(problem, banded_ok)
+    space = _space(problem, banded_ok, known_tau)
     _watch(problem, space, budget)
 
     def T_of(plan: Plan) -> tuple[float, float]:
@@ -154,7 +155,7 @@ def _solve(problem: Problem, budget: Budget, banded_ok: bool = True) -> Solution
         return dataclasses.replace(found, wall_time_s=time.perf_counter() - start)
     stats: tuple[tuple[str, float], ...] = (("probes", float(space.calls)),)
     if space.fine is not None:
-        stats += (("classes", float(space.fine.T)), ("lattice", float(space.fine.coords.shape[0])))
+        stats += (("classes", float(space.fine.T)), ("lattice", float(lattice_size([list(c) for c in space.fine.classes]))))
     return Solution(
         devices=plan[1], cuts=plan[2], solver="dp", optimal=True, objective=key,
         lower_bound=key[0], status="OPTIMAL", wall_time_s=time.perf_counter() - start, stats=stats,
@@ -179,13 +180,18 @@ def free_tau_plan(problem: Problem) -> tuple[float | None, tuple[int, ...], tupl
 def _relaxed(problem: Problem, budget: Budget | None) -> Solution | None:
     """The exact optimum beyond `applies` when the relaxed steps (`relaxed`) converge within their
     state cap (the tau lattice must fit); None when they do not."""
-    if problem.order != "free" or lattice_size(device_classes(problem.tables, links=False)) > MAX_TAU_LATTICE:
-        return None
-    if lattice_size(device_classes(problem.tables, links=True)) > MAX_FINE_LATTICE:
+    if problem.order != "free":
         return None
     budget = budget if budget is not None else Budget(None)
+    known = None
+    if lattice_size(device_classes(problem.tables, links=False)) > MAX_TAU_LATTICE:
+        tau, devices, cuts = relaxed_tau(build_tables(problem.tables), device_classes(problem.tables, links=False),
+                                         check=budget.check)
+        if not devices:
+            return None
+        known = (tau, devices, cuts)
     try:
-        return _solve(problem, budget, banded_ok=False)
+        return _solve(problem, budget, banded_ok=False, known_tau=known)
     except (Unaffordable, MemoryError):
         return None
     except (TimeUp, KeyboardInterrupt):

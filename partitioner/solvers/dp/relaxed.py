@@ -120,8 +120,9 @@ def _pass(
     T: DPTables, classes: tuple[tuple[int, ...], ...], m: np.ndarray, K: list[int], mode: str,
     tau_cap: float, sigma_cap: float, bound: float, max_states: int,
 ) -> tuple[float, list[int], tuple[int, ...]]:
-    """One relaxed DP with the classes K counted: (value, class sequence, cuts). The forward pass
-    keeps values only; the plan is backtracked by recomputing each state's candidates."""
+    """One relaxed DP with the classes K counted: (value, class sequence, cuts). S[j, t, v] is
+    the state (v, t, j); the forward pass keeps values only and the plan is backtracked by
+    recomputing each state's candidates."""
     n, L, J = len(classes), T.L, T.L + 1
     if not affordable(T, classes, set(K), tau_cap, max_states):
         raise Unaffordable(f"relaxed lattice over classes {K}")
@@ -130,22 +131,23 @@ def _pass(
     bands = [T.band(c[0], tau_cap) for c in classes]
     w = max(b.shape[1] for b in bands)
     stride = np.zeros(n, dtype=np.int64)
-    room = np.ones((n, N), dtype=bool)  # room[u, v]: one more device of class u fits v
     s = 1
     for t, r in zip(reversed(K), reversed(radix), strict=True):
         stride[t] = s
-        room[t] = (np.arange(N) // s) % r < r - 1
         s *= r
     A = np.full((J, w, n), INF)  # A[j, k-1, t] = C_t(j-k, j) under the tau cap
     for t, b in enumerate(bands):
         A[:, : b.shape[1], t] = b
     D = np.ascontiguousarray(np.moveaxis(_delays(T, classes), 2, 0))  # D[j, t, u]
-    S = np.full((J, N, n), INF)
+    S = np.full((J, n, N), INF)
     for t in range(n):
-        S[0, stride[t], t] = 0.0
-    vv = np.arange(N)
-    src = np.concatenate([(vv[room[u]] if u in K else vv) * n + u for u in range(n)])  # into Y (N, n)
-    dst = src + np.repeat(stride, [int(room[u].sum()) if u in K else N for u in range(n)]) * n
+        S[0, t, stride[t]] = 0.0
+    moves = []  # (u, where S[j, u] takes v + e_u, where the new values hold v): one more device of u
+    for u in range(n):
+        to, of = [slice(None)] * len(K), [slice(None)] * len(K)
+        if u in K:
+            to[K.index(u)], of[K.index(u)] = slice(1, None), slice(None, -1)
+        moves.append((u, tuple(to), tuple(of)))
     capped = mode != "max" and sigma_cap < INF
     finite = np.isfinite(D[1:L])
     one = finite.any() and bool(np.all(np.where(finite, D[1:L], 0.0) == np.where(finite, D[1:L], 0.0).max(
@@ -153,54 +155,59 @@ def _pass(
     allowed = np.where(np.isfinite(D[1]) if L > 1 else True, 0.0, INF)  # (t, u): 0, or inf
     d = np.where(finite, D[1:L], -INF).max(axis=(1, 2)) if one else None  # d[j - 1]: that delay
     every = d is not None and not allowed.any()  # any class may follow any: one min over t
-    src_v = src // n
-    buf = np.empty((w, N, n))
+    buf = np.empty((w, n, N))
     for j in range(1, L):
         lo = max(0, j - w)
-        Gs = S[lo:j][::-1]  # (k, N, t): start i = j - k, k = 1..j-lo
+        Gs = S[lo:j][::-1]  # (k, t, N): start i = j - k, k = 1..j-lo
         stage = A[j, : j - lo]  # (k, t)
         if d is not None:  # the link does not depend on (t, u): reduce over k once per t
             dj = float(d[j - 1])
             V = buf[: j - lo]
             if mode == "max":
-                np.maximum(Gs, stage[:, None, :] + dj, out=V)
+                np.maximum(Gs, (stage + dj)[:, :, None], out=V)
             else:
-                np.add(Gs, (np.where(stage + dj <= sigma_cap, stage, INF) if capped else stage)[:, None, :], out=V)
-            Z = V.min(axis=0)
+                np.add(Gs, (np.where(stage + dj <= sigma_cap, stage, INF) if capped else stage)[:, :, None], out=V)
+            Z = V.min(axis=0)  # (t, N)
             if mode == "max":
                 Z[bound < Z] = INF
             else:
                 Z += dj
             if every:
-                S[j].reshape(-1)[dst] = Z.min(axis=1)[src_v]
+                Y = Z.min(axis=0).reshape(radix)
+                Sj = S[j].reshape(n, *radix)
+                for u, to, of in moves:
+                    Sj[(u, *to)] = Y[of]
                 continue
-            X = Z[:, :, None] + allowed
+            X = Z[:, None, :] + allowed[:, :, None]  # (t, u, N)
         elif mode == "max":
-            X = np.maximum(Gs[:, :, :, None], (stage[:, :, None] + D[j])[:, None]).min(axis=0)
+            X = np.maximum(Gs[:, :, None, :], (stage[:, :, None] + D[j])[:, :, :, None]).min(axis=0)
             X[bound < X] = INF
         elif capped:
             st = np.where(stage[:, :, None] + D[j] <= sigma_cap, stage[:, :, None], INF)
-            X = (Gs[:, :, :, None] + st[:, None]).min(axis=0) + D[j]
+            X = (Gs[:, :, None, :] + st[:, :, :, None]).min(axis=0) + D[j][:, :, None]
         else:
-            X = (Gs + stage[:, None, :]).min(axis=0)[:, :, None] + D[j]
-        S[j].reshape(-1)[dst] = X.min(axis=1).reshape(-1)[src]  # each (v + e_u, u) has one source (v, u)
+            X = (Gs + stage[:, :, None]).min(axis=0)[:, None, :] + D[j][:, :, None]
+        Yu = X.min(axis=0).reshape(n, *radix)  # (u, counts)
+        Sj = S[j].reshape(n, *radix)
+        for u, to, of in moves:  # each (v + e_u, u) has the one source (v, u)
+            Sj[(u, *to)] = Yu[(u, *of)]
     lo = max(0, L - w)
     last = A[L, : L - lo][::-1]  # (i - lo, t): the last stage [i, L)
     if mode != "max":
         last = np.where(last <= sigma_cap, last, INF)
     Gs = S[lo:L]
-    F = np.maximum(Gs, last[:, None, :]) if mode == "max" else Gs + last[:, None, :]
+    F = np.maximum(Gs, last[:, :, None]) if mode == "max" else Gs + last[:, :, None]
     flat = int(F.argmin())
     value = float(F.flat[flat])
     if not np.isfinite(value):
         return INF, [], ()
-    i, v, t = (int(x) for x in np.unravel_index(flat, F.shape))
+    i, t, v = (int(x) for x in np.unravel_index(flat, F.shape))
     seq, cuts = [t], [L, i + lo]
     j = i + lo
-    while j > 0:  # the (k, t') whose candidate attains S[j, v, t], recomputed as the pass did
+    while j > 0:  # the (k, t') whose candidate attains S[j, t, v], recomputed as the pass did
         u, v = t, v - int(stride[t])
         lo = max(0, j - w)
-        Gs = S[lo:j][::-1][:, v, :]  # (k, t')
+        Gs = S[lo:j][::-1][:, :, v]  # (k, t')
         stage = A[j, : j - lo]
         if mode == "max":
             V = np.maximum(Gs, stage + D[j][:, u])

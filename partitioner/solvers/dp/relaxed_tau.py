@@ -1,21 +1,20 @@
-"""The free-order period tau* when the count lattice is too large: reachability with only the
-scarce classes counted (docs/algorithms.md §3b, relaxed as in `relaxed`).
+"""The free-order period tau* when the count lattice is too large: reachability over aggregated
+classes (docs/algorithms.md §3b, relaxed as in `relaxed`).
 
 Under a stage bound B, `reach` computes R(v), the farthest cut a subset of the devices v reaches,
 over every count vector v <= m: prod_t (m_t + 1) points (10^12 for 8 classes of 32 devices).
-Here only the classes in K are counted; the others may be used any number of times. From a cut
-p, unlimited stages of those free classes reach at most
-
-    F(p) = max(p, max_{u free, next_u[p] > p} F(next_u[p]))      (computed from p = L down)
-
-(the greedy longest stage is exact because feasible intervals are closed under shrinking, see
-`reach`), so over the K lattice R_K(0) = F(0), R_K(v) = F(max_{t in K} next_t[R_K(v - e_t)]).
-Every real plan under B is a relaxed plan, so the least B whose relaxation reaches L (bisected
-over the interval sums) is a lower bound on tau*; when the backtracked plan uses at most m_t
-devices of every class it is a real plan and the bound is tau* itself. Otherwise the most
-over-used class joins K and the bisection resumes from the bound (which only grows with K).
-Cost: O(N_K |K| + L T) per probe, N_K = prod_{t in K} (m_t + 1), about log2(T L^2) probes per K,
-at most T rounds; stops with the bound when N_K would exceed MAX_POINTS.
+Here the classes in K keep their own count and all the others are merged into one group G whose
+count is sum_{t in G} m_t and whose stages may use any member: the group's longest reach from j
+is max_{t in G} next_t[j] (a union of interval sets closed under shrinking is closed under
+shrinking, so the greedy reach of `reach` stays exact). Every real plan is a plan of the merged
+classes, so the least B whose merged lattice reaches L (bisected over the interval sums) is a
+lower bound on tau*. The group's stages of the backtracked plan are then assigned to member
+classes that can hold them, each class at most m_t times (a bipartite b-matching, augmenting
+paths); when that succeeds the plan is real and the bound is tau* itself. Otherwise the member
+class most in demand leaves the group for K and the bisection resumes from the bound (which only
+grows as classes leave the group). With K = every class this is the exact lattice of `reach`.
+Cost: O(N |K| + L T) per probe, N = prod_{t in K} (m_t + 1) * (m_G + 1), about log2(T L^2)
+probes per K, at most T rounds; stops with the bound when N would exceed MAX_POINTS.
 """
 
 from __future__ import annotations
@@ -25,75 +24,105 @@ from collections.abc import Callable
 import numpy as np
 
 from partitioner.solvers.dp.lattice import Lattice
-from partitioner.solvers.dp.reach import next_far
+from partitioner.solvers.dp.reach import forward, next_far
 from partitioner.solvers.dp.tables import DPTables, cap
 
 __all__ = ["relaxed_tau", "MAX_POINTS"]
 
-MAX_POINTS = 300_000  # count vectors of the counted classes one probe may visit
+MAX_POINTS = 1_000_000  # count vectors of the merged classes one probe may visit
 INF = float(np.inf)
 _POINT = Lattice((), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((1, 0), dtype=np.int64),
                  (np.array([0]),))  # the lattice of no counted class: one point
 
 
-def _free_reach(nxt: np.ndarray, free: list[int], L: int) -> tuple[np.ndarray, np.ndarray]:
-    """F(p) for every cut p and the free class of the first stage taken from p (-1 if none)."""
+def _assign(stages: list[tuple[int, int]], members: list[int], nxt: np.ndarray, m: np.ndarray) -> list[int] | None:
+    """A member class for each group stage (start, end) that can hold it, class t used at most m_t
+    times (augmenting paths with capacities); None when no such assignment exists."""
+    can = [[t for t in members if nxt[t][i] >= j] for i, j in stages]
+    holders: dict[int, list[int]] = {t: [] for t in members}
+
+    def augment(s: int, seen: set[int]) -> bool:
+        for t in can[s]:
+            if t in seen:
+                continue
+            seen.add(t)
+            if len(holders[t]) < m[t]:
+                holders[t].append(s)
+                return True
+            for r in holders[t]:
+                if augment(r, seen):  # r moved to another class, s takes its place
+                    holders[t].remove(r)
+                    holders[t].append(s)
+                    return True
+        return False
+
+    for s in range(len(stages)):
+        if not augment(s, set()):
+            return None
+    of = [-1] * len(stages)
+    for t, held in holders.items():
+        for s in held:
+            of[s] = t
+    return of
+
+
+def _closure(row: np.ndarray, L: int) -> np.ndarray:
+    """F(p): the farthest cut unlimited stages of one merged class reach from p (row = its reach)."""
     F = np.arange(L + 1)
-    first = np.full(L + 1, -1)
     for p in range(L - 1, -1, -1):
-        for u in free:
-            q = int(nxt[u][p])
-            if q > p and F[q] > F[p]:
-                F[p], first[p] = F[q], u
-    return F, first
+        q = int(row[p])
+        if q > p:
+            F[p] = F[q]
+    return F
 
 
-def _probe(nxt: np.ndarray, sub: Lattice, K: list[int], free: list[int], L: int) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray]:
-    F, first = _free_reach(nxt, free, L)
+def _reach(sub: Lattice, rows: np.ndarray, F: np.ndarray | None, L: int) -> tuple[bool, np.ndarray]:
+    """R over the counted lattice; with F (an uncounted group), every reach is closed under it."""
+    if F is None:
+        return forward(sub, rows, L, early=True)
     R = np.zeros(sub.coords.shape[0], dtype=np.int64)
     R[0] = F[0]
     for idx in sub.levels[1:]:
         best = np.zeros(idx.size, dtype=np.int64)
-        for a, t in enumerate(K):
+        for a in range(sub.T):
             has = sub.coords[idx, a] >= 1
-            prev = R[idx - sub.stride[a] * has]
-            best = np.maximum(best, np.where(has, nxt[t][prev], 0))
+            best = np.maximum(best, np.where(has, rows[a][R[idx - sub.stride[a] * has]], 0))
         R[idx] = F[best]
-    return bool((R >= L).any()), R, F, first
+    return bool((R >= L).any()), R
 
 
-def _backtrack(nxt: np.ndarray, sub: Lattice, K: list[int], R: np.ndarray, F: np.ndarray, first: np.ndarray,
-               L: int) -> tuple[list[int], list[int]]:
-    """Class sequence and cuts of a plan reaching L (fewest counted devices first)."""
-
-    def free_run(p: int, seq: list[int], cuts: list[int]) -> None:  # the free stages from p to F(p)
-        while first[p] >= 0:
-            u = int(first[p])
-            seq.append(u)
-            p = int(nxt[u][p])
-            cuts.append(p)
-
+def _backtrack(
+    sub: Lattice, rows: np.ndarray, R: np.ndarray, F: np.ndarray | None, group_row: np.ndarray | None, L: int
+) -> tuple[list[int], list[int]]:
+    """Merged-class sequence (sub.T for a stage of an uncounted group) and cuts of a plan reaching
+    L, fewest counted devices first."""
+    close = (lambda p: p) if F is None else (lambda p: int(F[p]))
     v = int(np.flatnonzero(R >= L)[0])
-    steps: list[tuple[int, int]] = []  # (counted class, cut it starts from), from the end
+    steps: list[tuple[int, int]] = []  # (merged class, start cut), from the end
     while v:
-        for a, t in enumerate(K):
-            if sub.coords[v, a] >= 1 and F[nxt[t][R[v - sub.stride[a]]]] == R[v]:
+        for a in range(sub.T):
+            if sub.coords[v, a] >= 1 and close(int(rows[a][R[v - sub.stride[a]]])) == R[v]:
                 break
-        else:  # pragma: no cover - R(v) is the max over K by construction
+        else:  # pragma: no cover - R(v) is the max over the classes by construction
             raise AssertionError("relaxed reach lost its predecessor")
         u = v - int(sub.stride[a])
         if R[u] < R[v]:
-            steps.append((t, int(R[u])))
+            steps.append((a, int(R[u])))
         v = u
     seq: list[int] = []
     cuts = [0]
-    free_run(0, seq, cuts)
-    for t, p in reversed(steps):
+
+    def run() -> None:  # the uncounted group's stages from cuts[-1] to its closure
+        while F is not None and group_row is not None and int(F[cuts[-1]]) > cuts[-1]:
+            seq.append(sub.T)
+            cuts.append(int(group_row[cuts[-1]]))
+
+    run()
+    for a, p in reversed(steps):
         assert cuts[-1] == p
-        seq.append(t)
-        q = int(nxt[t][p])
-        cuts.append(q)
-        free_run(q, seq, cuts)
+        seq.append(a)
+        cuts.append(int(rows[a][p]))
+        run()
     return seq, cuts
 
 
@@ -102,40 +131,75 @@ def relaxed_tau(
 ) -> tuple[float, tuple[int, ...], tuple[int, ...]]:
     """(bound, devices, cuts): a lower bound on the free-order tau* and, when it is tau* itself, a
     plan attaining it (else empty); (inf, (), ()) when no plan fits. `check` may raise to stop."""
+    n = len(classes)
     m = np.array([len(c) for c in classes], dtype=np.int64)
     ids = sorted({int(T.cost_id[c[0]]) for c in classes})
     cand = np.unique(np.concatenate([T.C[i][np.isfinite(T.C[i])] for i in ids]))
-    lat = Lattice(tuple(tuple(c) for c in classes), m, np.zeros(len(m), dtype=np.int64), np.zeros((1, len(m))), ())
+    J = np.arange(T.L)  # no candidate below the floor of `reach.lattice_tau`
+    cand = cand[cand >= min(float(np.min([T.C[i][J, J + 1] for i in ids], axis=0).max()),
+                            *(float(T.C[i][0, T.L]) for i in ids))]
+    full = Lattice(tuple(tuple(c) for c in classes), m, np.zeros(n, dtype=np.int64), np.zeros((1, n)), ())
     K: list[int] = []
 
-    def probe(i: int) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Lattice]:
+    def size(K: list[int]) -> tuple[int, int]:
+        """Points of the lattice with the group counted, and with it uncounted."""
+        base = int(np.prod([m[k] + 1 for k in K])) if K else 1
+        return base * (int(m.sum() - m[K].sum()) + 1), base
+
+    def setup() -> tuple[Lattice, list[int], bool] | None:
+        group = [t for t in range(n) if t not in K]
+        counted, free = size(K)
+        if counted <= MAX_POINTS:
+            parts = [list(classes[t]) for t in K] + ([[g for t in group for g in classes[t]]] if group else [])
+            return Lattice.build(parts), group, True
+        if free <= MAX_POINTS:
+            return (Lattice.build([list(classes[t]) for t in K]) if K else _POINT), group, False
+        return None
+
+    def probe(B: float, sub: Lattice, group: list[int], counted: bool) -> tuple:
         if check is not None:
             check()
-        nxt = next_far(T, lat, cap(float(cand[i])))
-        sub = Lattice.build([list(classes[t]) for t in K]) if K else _POINT
-        free = [t for t in range(len(m)) if t not in K]
-        ok, R, F, first = _probe(nxt, sub, K, free, T.L)
-        return ok, nxt, R, F, first, sub
+        nxt = next_far(T, full, cap(B))
+        g_row = nxt[group].max(axis=0) if group else None
+        rows = np.array([nxt[t] for t in K] + ([g_row] if counted and group else []), dtype=np.int64)
+        F = None if counted or g_row is None else _closure(g_row, T.L)
+        ok, R = _reach(sub, rows.reshape(sub.T, T.L + 1), F, T.L)
+        return ok, R, rows.reshape(sub.T, T.L + 1), nxt, F, g_row
 
-    if cand.size == 0 or not probe(cand.size - 1)[0]:
+    state = setup()
+    assert state is not None
+    sub, group, counted = state
+    if cand.size == 0 or not probe(float(cand[-1]), sub, group, counted)[0]:
         return INF, (), ()
     lo = 0
     while True:
-        hi = cand.size - 1
+        hi, step = lo, 1  # gallop up from the last bound (refining K raises it a little), then bisect
+        while hi < cand.size - 1 and not probe(float(cand[hi]), sub, group, counted)[0]:
+            lo, hi, step = hi + 1, min(hi + step, cand.size - 1), 2 * step
         while lo < hi:
             mid = (lo + hi) // 2
-            if probe(mid)[0]:
+            if probe(float(cand[mid]), sub, group, counted)[0]:
                 hi = mid
             else:
                 lo = mid + 1
-        ok, nxt, R, F, first, sub = probe(lo)
-        if not ok:  # not even the largest candidate: with K counted nothing fits, so nothing does
+        ok, R, rows, nxt, F, g_row = probe(float(cand[lo]), sub, group, counted)
+        if not ok:  # not even the largest candidate with these classes merged, so nothing fits
             return INF, (), ()
-        seq, cuts = _backtrack(nxt, sub, K, R, F, first, T.L)
-        over = np.bincount(np.array(seq), minlength=len(m)) - m
-        if (over <= 0).all():
-            return float(cand[lo]), lat.devices(seq), tuple(cuts)
-        t = int(over.argmax())
-        if int(np.prod([m[k] + 1 for k in [*K, t]])) > MAX_POINTS:
+        seq, cuts = _backtrack(sub, rows, R, F, g_row, T.L)
+        grouped = [s for s, a in enumerate(seq) if a >= len(K)]
+        of = _assign([(cuts[s], cuts[s + 1]) for s in grouped], group, nxt, m) if grouped else []
+        if of is not None:
+            real = [K[a] if a < len(K) else -1 for a in seq]
+            for s, t in zip(grouped, of, strict=True):
+                real[s] = t
+            return float(cand[lo]), full.devices(real), tuple(cuts)
+        demand = np.zeros(n)
+        for s in grouped:  # each group stage wants its cheapest member that can hold it
+            i, j = cuts[s], cuts[s + 1]
+            fits = [t for t in group if nxt[t][i] >= j]
+            demand[min(fits, key=lambda t: float(T.C[int(T.cost_id[classes[t][0]])][i, j]))] += 1
+        K.append(int(np.argmax(np.where(np.isin(np.arange(n), group), demand - m, -INF))))
+        state = setup()
+        if state is None:
             return float(cand[lo]), (), ()
-        K.append(t)
+        sub, group, counted = state

@@ -38,6 +38,7 @@ class Space:
     on_plan: Callable[[str, Plan], None] | None = None  # sees every plan a step returns
     banded_ok: bool = True  # the full lattice step is affordable (else Unaffordable propagates)
     counted: dict[str, set[int]] = field(default_factory=dict)  # per mode: classes the relaxed steps count
+    known_tau: Plan | None = None  # a tau*-attaining plan found elsewhere (`relaxed_tau`)
     _tau: float | None = None
 
     @property
@@ -47,7 +48,7 @@ class Space:
     def tau(self) -> float:
         """Minimum tau_max (inf when no plan fits); computed once."""
         if self._tau is None:
-            self._tau = self._tau_step()
+            self._tau = self._tau_step() if self.known_tau is None else self.known_tau[0]
         return self._tau
 
     def _tau_step(self) -> float:
@@ -61,6 +62,8 @@ class Space:
     def tau_plan(self) -> Plan:
         """A plan attaining the minimum tau_max (backtracked from the reachability DP in free
         order); (inf, (), ()) when nothing fits."""
+        if self.known_tau is not None:
+            return self._seen("tau", self.known_tau)
         if self.coarse is None:
             self.calls += 1
             plan = fixed_tau(self.tables)
@@ -93,6 +96,9 @@ class Space:
             return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
         T, lat = self.tables, self.fine
         B = stage_bounds(T, lat, mode, tau_cap, sigma_cap, bound)
+        if not lat.listed:
+            return self._seen("stages", relaxed_stages(T, lat.classes, mode, tau_cap, sigma_cap, bound=bound,
+                                                       K=self.counted.setdefault(mode, set()), check=self.check))
         if not loose and (self.banded_ok or window_states(T, lat, *B) <= SMALL_BAND):
             return self._seen("stages", lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check))
         try:
