@@ -175,8 +175,8 @@ def _pass(
             if every:
                 Y = Z.min(axis=0).reshape(radix)
                 Sj = S[j].reshape(n, *radix)
-                for u, to, of in moves:
-                    Sj[(u, *to)] = Y[of]
+                for u, dst, src in moves:
+                    Sj[(u, *dst)] = Y[src]
                 continue
             X = Z[:, None, :] + allowed[:, :, None]  # (t, u, N)
         elif mode == "max":
@@ -189,8 +189,8 @@ def _pass(
             X = (Gs + stage[:, :, None]).min(axis=0)[:, None, :] + D[j][:, :, None]
         Yu = X.min(axis=0).reshape(n, *radix)  # (u, counts)
         Sj = S[j].reshape(n, *radix)
-        for u, to, of in moves:  # each (v + e_u, u) has the one source (v, u)
-            Sj[(u, *to)] = Yu[(u, *of)]
+        for u, dst, src in moves:  # each (v + e_u, u) has the one source (v, u)
+            Sj[(u, *dst)] = Yu[(u, *src)]
     lo = max(0, L - w)
     last = A[L, : L - lo][::-1]  # (i - lo, t): the last stage [i, L)
     if mode != "max":
