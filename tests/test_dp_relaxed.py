@@ -15,8 +15,8 @@ from partitioner.solvers import dp
 from partitioner.solvers.dp import space as dp_space
 from partitioner.solvers.dp.banded import lattice_stages
 from partitioner.solvers.dp.lattice import Lattice
-from partitioner.solvers.dp.relaxed import Unaffordable, relaxed_bound, relaxed_stages
-from partitioner.solvers.dp.relaxed_tau import relaxed_tau
+from partitioner.solvers.dp.relaxed import Unaffordable, one_link, relaxed_bound, relaxed_stages
+from partitioner.solvers.dp.relaxed_tau import relaxed_sigma, relaxed_tau
 from partitioner.solvers.dp.tables import build_tables, cap, device_classes
 
 INF = float("inf")
@@ -197,3 +197,26 @@ def test_one_link_path_equals_the_lattice_step() -> None:
                 m = evaluate(Problem(t, regime="blocking"), devices, cuts)
                 sig = m.sigma_max if mode == "max" else sum(m.sigma)
                 assert m.fits and sig == pytest.approx(got, rel=1e-9), (seed, mode)
+
+
+def test_sigma_step_by_merged_reach_equals_the_lattice_step() -> None:
+    """On one link the sigma step is a bisected reach (dp.relaxed_tau.relaxed_sigma)."""
+    tables = [one_node(seed) for seed in range(60, 120)] + [scarce_fast()]
+    certified = 0
+    for t in tables:
+        T, lat = build_tables(t), Lattice.build(device_classes(t, links=True))
+        d = one_link(T, lat.classes)
+        assert d is not None
+        tau = dp.free_tau(Problem(t))
+        if tau is None or not np.isfinite(tau):
+            continue
+        for tc in (cap(tau), INF):
+            want = lattice_stages(T, lat, "max", tc, INF)[0]
+            got, devices, cuts = relaxed_sigma(T, [list(c) for c in lat.classes], tc, d)
+            assert got <= want * (1 + 1e-9)
+            if devices:
+                m = evaluate(Problem(t, regime="blocking"), devices, cuts)
+                assert m.fits and m.tau_max <= tc and m.sigma_max == pytest.approx(want, rel=1e-9)
+                assert got == pytest.approx(want, rel=1e-9)
+                certified += 1
+    assert certified >= len(tables)

@@ -116,6 +116,19 @@ def _delays(T: DPTables, classes: tuple[tuple[int, ...], ...]) -> np.ndarray:
     return D
 
 
+def one_link(T: DPTables, classes: tuple[tuple[int, ...], ...]) -> np.ndarray | None:
+    """d (L+1,): the delay of a cut at j when every allowed class pair has that same delay there
+    (one node), else None."""
+    D = _delays(T, classes)[:, :, 1:T.L]
+    finite = np.isfinite(D)
+    if T.L < 2 or not finite.any():
+        return None
+    d = np.where(finite, D, -INF).max(axis=(0, 1))
+    if not bool(np.all(np.where(finite, D, d) == d)):
+        return None
+    return np.concatenate(([INF], d, [INF]))
+
+
 def _pass(
     T: DPTables, classes: tuple[tuple[int, ...], ...], m: np.ndarray, K: list[int], mode: str,
     tau_cap: float, sigma_cap: float, bound: float, max_states: int,

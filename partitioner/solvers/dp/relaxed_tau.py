@@ -19,6 +19,7 @@ probes per K, at most T rounds; stops with the bound when N would exceed MAX_POI
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -35,10 +36,12 @@ _POINT = Lattice((), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), n
                  (np.array([0]),))  # the lattice of no counted class: one point
 
 
-def _assign(stages: list[tuple[int, int]], members: list[int], nxt: np.ndarray, m: np.ndarray) -> list[int] | None:
+def _assign(
+    stages: list[tuple[int, int]], members: list[int], holds: Callable[[int, int, int], bool], m: np.ndarray
+) -> list[int] | None:
     """A member class for each group stage (start, end) that can hold it, class t used at most m_t
     times (augmenting paths with capacities); None when no such assignment exists."""
-    can = [[t for t in members if nxt[t][i] >= j] for i, j in stages]
+    can = [[t for t in members if holds(t, i, j)] for i, j in stages]
     holders: dict[int, list[int]] = {t: [] for t in members}
 
     def augment(s: int, seen: set[int]) -> bool:
@@ -64,6 +67,10 @@ def _assign(stages: list[tuple[int, int]], members: list[int], nxt: np.ndarray, 
         for s in held:
             of[s] = t
     return of
+
+
+def _at(holds: Callable[[int, int, int, float], bool], B: float, t: int, i: int, j: int) -> bool:
+    return holds(t, i, j, B)
 
 
 def _closure(row: np.ndarray, L: int) -> np.ndarray:
@@ -139,6 +146,55 @@ def relaxed_tau(
     cand = cand[cand >= min(float(np.min([T.C[i][J, J + 1] for i in ids], axis=0).max()),
                             *(float(T.C[i][0, T.L]) for i in ids))]
     full = Lattice(tuple(tuple(c) for c in classes), m, np.zeros(n, dtype=np.int64), np.zeros((1, n)), ())
+    ids = [int(T.cost_id[c[0]]) for c in classes]
+    return _search(T, classes, cand, lambda B: next_far(T, full, cap(B)),
+                   lambda t, i, j, B: bool(T.C[ids[t]][i, j] <= cap(B)), check)
+
+
+def relaxed_sigma(
+    T: DPTables, classes: list[list[int]], tau_cap: float, d: np.ndarray, check: Callable[[], None] | None = None
+) -> tuple[float, tuple[int, ...], tuple[int, ...]]:
+    """The sigma step (min sigma_max, every tau <= tau_cap) on one link, d[j] the delay of a cut
+    at j wherever two classes meet: a stage ending at a cut j < L needs C + d[j] <= B, the last
+    one C <= B. Each such set is closed under raising the start, so next_t stays non-decreasing
+    and the greedy reach above is exact (right-shrinking is not needed). (sigma*, devices, cuts)
+    as `relaxed_tau` returns them, with a lower bound and no plan when the search stops early."""
+    n, L = len(classes), T.L
+    ids = {t: int(T.cost_id[c[0]]) for t, c in enumerate(classes)}
+    cols = np.arange(L + 1)
+    dd = np.where(cols < L, d, 0.0)
+    parts = []
+    for c in set(ids.values()):
+        C = np.where(T.C[c] <= tau_cap, T.C[c], INF)
+        parts.append((C + dd[None, :])[np.isfinite(C)])
+    cand = np.unique(np.concatenate(parts)) if parts else np.empty(0)
+
+    def reach_of(B: float) -> np.ndarray:
+        out = np.zeros((n, L + 1), dtype=np.int64)
+        done: dict[int, np.ndarray] = {}
+        for t, c in ids.items():
+            if c not in done:
+                ok = (T.C[c] <= tau_cap) & (T.C[c] + dd[None, :] <= cap(B))
+                done[c] = np.maximum(np.where(ok, cols[None, :], -1).max(axis=1), cols)
+            out[t] = done[c]
+        return out
+
+    def holds(t: int, i: int, j: int, B: float) -> bool:
+        C = float(T.C[ids[t]][i, j])
+        return tau_cap >= C and C + float(dd[j]) <= cap(B)
+
+    return _search(T, classes, cand, reach_of, holds, check)
+
+
+def _search(
+    T: DPTables, classes: list[list[int]], cand: np.ndarray, reach_of: Callable[[float], np.ndarray],
+    holds: Callable[[int, int, int, float], bool], check: Callable[[], None] | None,
+) -> tuple[float, tuple[int, ...], tuple[int, ...]]:
+    """The least candidate B whose merged-class reach (`reach_of(B)`: next_t per class) gets to
+    L, refined until its plan is real (see the module docstring)."""
+    n = len(classes)
+    m = np.array([len(c) for c in classes], dtype=np.int64)
+    full = Lattice(tuple(tuple(c) for c in classes), m, np.zeros(n, dtype=np.int64), np.zeros((1, n)), ())
     K: list[int] = []
 
     def size(K: list[int]) -> tuple[int, int]:
@@ -159,7 +215,7 @@ def relaxed_tau(
     def probe(B: float, sub: Lattice, group: list[int], counted: bool) -> tuple:
         if check is not None:
             check()
-        nxt = next_far(T, full, cap(B))
+        nxt = reach_of(B)
         g_row = nxt[group].max(axis=0) if group else None
         rows = np.array([nxt[t] for t in K] + ([g_row] if counted and group else []), dtype=np.int64)
         F = None if counted or g_row is None else _closure(g_row, T.L)
@@ -182,12 +238,13 @@ def relaxed_tau(
                 hi = mid
             else:
                 lo = mid + 1
-        ok, R, rows, nxt, F, g_row = probe(float(cand[lo]), sub, group, counted)
+        ok, R, rows, _, F, g_row = probe(float(cand[lo]), sub, group, counted)
         if not ok:  # not even the largest candidate with these classes merged, so nothing fits
             return INF, (), ()
         seq, cuts = _backtrack(sub, rows, R, F, g_row, T.L)
         grouped = [s for s, a in enumerate(seq) if a >= len(K)]
-        of = _assign([(cuts[s], cuts[s + 1]) for s in grouped], group, nxt, m) if grouped else []
+        fit = functools.partial(_at, holds, float(cand[lo]))
+        of = _assign([(cuts[s], cuts[s + 1]) for s in grouped], group, fit, m) if grouped else []
         if of is not None:
             real = [K[a] if a < len(K) else -1 for a in seq]
             for s, t in zip(grouped, of, strict=True):
@@ -196,7 +253,7 @@ def relaxed_tau(
         demand = np.zeros(n)
         for s in grouped:  # each group stage wants its cheapest member that can hold it
             i, j = cuts[s], cuts[s + 1]
-            fits = [t for t in group if nxt[t][i] >= j]
+            fits = [t for t in group if fit(t, i, j)]
             demand[min(fits, key=lambda t: float(T.C[int(T.cost_id[classes[t][0]])][i, j]))] += 1
         K.append(int(np.argmax(np.where(np.isin(np.arange(n), group), demand - m, -INF))))
         state = setup()

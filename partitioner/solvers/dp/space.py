@@ -17,7 +17,8 @@ from partitioner.solvers.dp.banded import lattice_stages, stage_bounds, window_s
 from partitioner.solvers.dp.fixed import Plan, fixed_stages, fixed_tau
 from partitioner.solvers.dp.lattice import Lattice
 from partitioner.solvers.dp.reach import lattice_tau, tau_plan
-from partitioner.solvers.dp.relaxed import Unaffordable, relaxed_bound, relaxed_stages
+from partitioner.solvers.dp.relaxed import Unaffordable, one_link, relaxed_bound, relaxed_stages
+from partitioner.solvers.dp.relaxed_tau import relaxed_sigma
 from partitioner.solvers.dp.tables import DPTables, cap
 
 __all__ = ["Space", "SMALL_BAND"]
@@ -97,6 +98,12 @@ class Space:
         T, lat = self.tables, self.fine
         B = stage_bounds(T, lat, mode, tau_cap, sigma_cap, bound)
         if not lat.listed:
+            d = one_link(T, lat.classes) if mode == "max" else None
+            if d is not None:  # the sigma step as a bisected reach over merged classes
+                found = relaxed_sigma(T, [list(c) for c in lat.classes], tau_cap, d, check=self.check)
+                if not found[1]:
+                    raise Unaffordable("sigma step: the merged-class reach did not certify a plan")
+                return self._seen("stages", found)
             return self._seen("stages", relaxed_stages(T, lat.classes, mode, tau_cap, sigma_cap, bound=bound,
                                                        K=self.counted.setdefault(mode, set()), check=self.check))
         if not loose and (self.banded_ok or window_states(T, lat, *B) <= SMALL_BAND):
