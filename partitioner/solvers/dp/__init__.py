@@ -2,13 +2,14 @@
 
 Steps: the period tau* (§3a fixed order, §3b free order over device classes with bisection,
 and a plan attaining it backtracked from the reachability DP), the lexicographic sigma step
-(§3c), the exact min T(M) by branch and bound (§3d), each solved over the same plan space
-(`space.Space`). In free order the sigma and sum steps only visit the states that can still
-finish under the step's caps (`banded`, cost O(S T w) for S kept states), which at a tight
-period is a thin band around the tau* plans. Every objective x regime x order is exact; free
-order is NP-hard with all devices distinct, so `applies` bounds the lattice sizes (thresholds
-below) and `auto` hands larger instances to CP-SAT, seeded by `hint` (the tau* plan, tau* as
-the bound).
+(§3c), the exact min T(M) (§3d), each solved over the same plan space (`space.Space`). In free
+order the period steps visit only the states that can still finish under their caps
+(`banded`, O(S T w) for S kept states: a thin band at tau*), and the makespan steps count
+only the scarce classes (`relaxed`, decremental state-space relaxation, O(L w N_K T) per pass).
+`applies` bounds the listed lattices (thresholds below). Beyond them `hint` still proves what
+it can (`_relaxed`): tau* from a reach over merged classes (`relaxed_tau`), then the relaxed
+steps, which raise `Unaffordable` when they would need too many counted classes; only then
+does `auto` hand the instance to CP-SAT, seeded by `hint` (its best plan and bound).
 """
 
 from __future__ import annotations

@@ -180,9 +180,15 @@ def _pass(
                 np.maximum(Gs, (stage + dj)[:, :, None], out=V)
             else:
                 np.add(Gs, (np.where(stage + dj <= sigma_cap, stage, INF) if capped else stage)[:, :, None], out=V)
-            Z = V.min(axis=0)  # (t, N)
+            Z = np.minimum(V[0], V[1]) if V.shape[0] == 2 else V.min(axis=0)  # (t, N)
             if mode == "max":
                 Z[bound < Z] = INF
+            elif every:  # the delay after the min over t: min_t (Z_t + d) = min_t Z_t + d
+                Y = (Z.min(axis=0) + dj).reshape(radix)
+                Sj = S[j].reshape(n, *radix)
+                for u, dst, src in moves:
+                    Sj[(u, *dst)] = Y[src]
+                continue
             else:
                 Z += dj
             if every:
