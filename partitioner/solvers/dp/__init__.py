@@ -178,23 +178,23 @@ def free_tau_plan(problem: Problem) -> tuple[float | None, tuple[int, ...], tupl
     return Space(build_tables(problem.tables), coarse=Lattice.build(classes)).tau_plan()
 
 
-def _relaxed(problem: Problem, budget: Budget | None) -> Solution | None:
-    """The exact optimum beyond `applies` when the relaxed steps (`relaxed`) converge within their
-    state cap (the tau lattice must fit); None when they do not."""
+def _relaxed(problem: Problem, budget: Budget | None) -> tuple[Solution | None, Plan | None]:
+    """(the exact optimum beyond `applies` when the relaxed steps converge within their state cap,
+    else None or a makespan plan with its bound; the merged-class reach's (tau bound, plan) when
+    the tau lattice is too large, else None)."""
     if problem.order != "free":
-        return None
+        return None, None
     budget = budget if budget is not None else Budget(None)
     known = None
     if lattice_size(device_classes(problem.tables, links=False)) > MAX_TAU_LATTICE:
-        tau, devices, cuts = relaxed_tau(build_tables(problem.tables), device_classes(problem.tables, links=False),
-                                         check=budget.check)
-        if not devices:
-            return None
-        known = (tau, devices, cuts)
+        known = relaxed_tau(build_tables(problem.tables), device_classes(problem.tables, links=False),
+                            check=budget.check)
+        if not known[1]:
+            return None, known
     try:
-        return _solve(problem, budget, banded_ok=False, known_tau=known)
+        return _solve(problem, budget, banded_ok=False, known_tau=known), known
     except (Unaffordable, MemoryError):
-        return None
+        return None, known
     except (TimeUp, KeyboardInterrupt):
         from partitioner.solvers.bounds import lower_bound
 
@@ -221,7 +221,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
         return _reraise(solve(problem, budget))
     from partitioner.solvers.bounds import lower_bound, makespan_bound
 
-    exact = _relaxed(problem, budget)
+    exact, merged = _relaxed(problem, budget)
     if exact is not None and exact.optimal:
         return exact
 
@@ -230,9 +230,8 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     plans = []
     if problem.order == "free":
         tau, devices, cuts = free_tau_plan(problem)
-        if tau is None:  # lattice too large: tau* (with a plan) or a bound from the relaxed reach
-            tau, devices, cuts = relaxed_tau(build_tables(problem.tables), device_classes(problem.tables, links=False),
-                                             check=None if budget is None else budget.check)
+        if tau is None and merged is not None:  # lattice too large: the merged-class reach's answer
+            tau, devices, cuts = merged
         if devices:
             plans.append((devices, cuts))
             if budget is not None:
