@@ -17,13 +17,14 @@ from partitioner.solvers.dp.banded import lattice_stages, stage_bounds, window_s
 from partitioner.solvers.dp.fixed import Plan, fixed_stages, fixed_tau
 from partitioner.solvers.dp.lattice import Lattice
 from partitioner.solvers.dp.reach import lattice_tau, tau_plan
-from partitioner.solvers.dp.relaxed import Unaffordable, one_link, relaxed_bound, relaxed_stages
+from partitioner.solvers.dp.relaxed import MAX_STATES, Unaffordable, one_link, relaxed_bound, relaxed_stages
 from partitioner.solvers.dp.relaxed_tau import relaxed_sigma
 from partitioner.solvers.dp.tables import DPTables, cap
 
 __all__ = ["Space", "SMALL_BAND"]
 
 SMALL_BAND = 100_000  # window states under which the banded step runs even beyond `applies`
+WINDOW_WORK = 1_000_000  # lattice points x classes up to which those window states are counted
 
 
 @dataclass(eq=False)
@@ -89,32 +90,40 @@ class Space:
         order the banded lattice step runs first at the period's tight caps, where its windows
         are thin and every class is scarce; with `loose` caps (the makespan search) the relaxed
         step runs first, where few classes are scarce and the windows are wide. Beyond `applies`
-        (not banded_ok) the banded step runs only on few window states, else Unaffordable."""
+        (not banded_ok) the sigma step on one link is a bisected reach (`relaxed_sigma`), the
+        banded step runs only on few window states, and Unaffordable says when neither fits."""
         self.calls += 1
         if self.check is not None:
             self.check()
         if self.fine is None:
             return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
         T, lat = self.tables, self.fine
-        B = stage_bounds(T, lat, mode, tau_cap, sigma_cap, bound)
-        if not lat.listed:
-            d = one_link(T, lat.classes) if mode == "max" else None
-            if d is not None:  # the sigma step as a bisected reach over merged classes
-                found = relaxed_sigma(T, [list(c) for c in lat.classes], tau_cap, d, check=self.check)
-                if not found[1]:
-                    raise Unaffordable("sigma step: the merged-class reach did not certify a plan")
+
+        def banded() -> Plan:
+            return lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
+
+        def few() -> bool:  # few window states (and few enough lattice points to count them)
+            if not lat.listed or lat.coords.shape[0] * lat.T > WINDOW_WORK:
+                return False
+            return window_states(T, lat, *stage_bounds(T, lat, mode, tau_cap, sigma_cap, bound)) <= SMALL_BAND
+
+        if self.banded_ok and not loose:
+            return self._seen("stages", banded())
+        d = one_link(T, lat.classes)
+        if mode == "max" and d is not None:
+            found = relaxed_sigma(T, [list(c) for c in lat.classes], tau_cap, d, check=self.check)
+            if found[1]:
                 return self._seen("stages", found)
-            return self._seen("stages", relaxed_stages(T, lat.classes, mode, tau_cap, sigma_cap, bound=bound,
-                                                       K=self.counted.setdefault(mode, set()), check=self.check))
-        if not loose and (self.banded_ok or window_states(T, lat, *B) <= SMALL_BAND):
-            return self._seen("stages", lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check))
-        try:
+        if not loose and not self.banded_ok and few():
+            return self._seen("stages", banded())
+        try:  # on several links a pass costs T times more: there only small relaxations are tried
             found = relaxed_stages(T, lat.classes, mode, tau_cap, sigma_cap, bound=bound,
-                                   K=self.counted.setdefault(mode, set()), check=self.check)
+                                   K=self.counted.setdefault(mode, set()), check=self.check,
+                                   max_states=MAX_STATES if d is not None else MAX_STATES // 30)
         except Unaffordable:
-            if not self.banded_ok and (not loose or window_states(T, lat, *B) > SMALL_BAND):
+            if not (self.banded_ok or (loose and few())):
                 raise
-            found = lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
+            found = banded()
         return self._seen("stages", found)
 
     def stages_bound(self, mode: str, tau_cap: float, sigma_cap: float) -> tuple[float, Plan | None]:
