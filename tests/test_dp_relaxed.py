@@ -220,3 +220,32 @@ def test_sigma_step_by_merged_reach_equals_the_lattice_step() -> None:
                 assert got == pytest.approx(want, rel=1e-9)
                 certified += 1
     assert certified >= len(tables)
+
+
+def test_time_limit_in_the_relaxed_route_keeps_a_positive_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from partitioner import solvers
+    from partitioner.errors import SolverError
+
+    monkeypatch.setattr(dp, "MAX_STAGE_WORK", 0)
+    monkeypatch.setattr(dp, "MAX_TAU_LATTICE", 0)  # the merged-class reach, then the relaxed steps
+    t = one_node(5)
+    G, L = 4 * t.G, 4 * t.L
+    big = CostTables(  # each device four times over, 4x the layers: a few classes of 8-12 devices
+        cost=np.tile(np.repeat(t.cost, 4, axis=0), (1, 4)), memory_gb=np.tile(t.memory_gb, 4),
+        cut_bytes=np.tile(t.cut_bytes, 4), capacity_gb=np.repeat(t.capacity_gb, 4) * 2,
+        latency_s=np.full((G, G), 1e-4) * (1 - np.eye(G)), bandwidth_Bps=np.where(np.eye(G) > 0, np.inf, 1e9),
+        layer_names=tuple(f"l{i}" for i in range(L)), device_names=tuple(f"d{g}" for g in range(G)),
+        gpu_names=tuple(np.repeat(t.gpu_names, 4)), node_names=("n",) * G,
+    )
+    seen = 0
+    for limit in (0.01, 0.1, 0.3):
+        for objective in ("balanced", "makespan"):
+            p = Problem(big, M=8, objective=objective, regime="blocking", order="free", time_limit_s=limit)  # type: ignore[arg-type]
+            try:
+                got = solvers.solve(p, "auto")
+            except SolverError:
+                continue
+            seen += 1
+            assert 0 < got.lower_bound <= got.objective[0] * (1 + 1e-9)
+            assert got.optimal == (got.status == "OPTIMAL")
+    assert seen >= 2

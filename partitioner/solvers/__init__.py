@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from partitioner.errors import InputError
+from partitioner.errors import InputError, SolverError
 from partitioner.problem import Problem, Solution
 
 __all__ = ["SOLVERS", "EXACT", "BASELINES", "solve", "get"]
@@ -65,6 +65,8 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
         seed = dp.hint(problem, budget)
     except (TimeUp, KeyboardInterrupt) as exc:
         found = budget.best_solution("TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED")
+        if found is None and isinstance(exc, TimeUp):
+            raise SolverError(f"auto: no plan found within the time limit ({limit:g} s)") from None
         if found is None:
             raise
         return found
