@@ -38,6 +38,7 @@ MAX_STAGE_WORK = 100_000_000  # prod(m_t + 1) * T * (L+1) over link-aware classe
 # (v, t, j) the sigma/sum steps could keep; at the tau* cap only a thin band of them is kept
 MAX_MATRIX = 60_000_000  # (L+1)^2 x distinct cost rows: the interval-cost matrices in memory
 MAX_FINE_LATTICE = 2_000_000  # link-aware lattice the relaxed route still builds (`_relaxed`)
+MAX_RELAXED_CLASSES = 12  # link-aware classes up to which `hint` tries the relaxed route
 MAKESPAN_CALLS = 200  # the makespan search caps stages far above tau*, so its bands are wide
 
 
@@ -182,8 +183,8 @@ def _relaxed(problem: Problem, budget: Budget | None) -> tuple[Solution | None, 
     """(the exact optimum beyond `applies` when the relaxed steps converge within their state cap,
     else None or a makespan plan with its bound; the merged-class reach's (tau bound, plan) when
     the tau lattice is too large, else None)."""
-    if problem.order != "free":
-        return None, None
+    if problem.order != "free" or len(device_classes(problem.tables, links=True)) > MAX_RELAXED_CLASSES:
+        return None, None  # many link-aware classes (link-distinct devices): no scarce few to count
     budget = budget if budget is not None else Budget(None)
     known = None
     if lattice_size(device_classes(problem.tables, links=False)) > MAX_TAU_LATTICE:
