@@ -120,6 +120,7 @@ def _watch(problem: Problem, space: Space, budget: Budget) -> None:
 
     space.check = budget.check
     space.on_plan = seen
+    space.on_bound = budget.bound if problem.objective == "makespan" else None
 
 
 def _solve(problem: Problem, budget: Budget, banded_ok: bool = True, known_tau: Plan | None = None) -> Solution:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from partitioner.solvers.budget import TimeUp
 from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.relaxed import Unaffordable
 from partitioner.solvers.dp.space import Space
@@ -105,24 +106,29 @@ def min_makespan(
 
     # intervals [a, b] of candidate indices, keyed by (M-1) cand[a] + (a lower bound on g(cand[b]))
     open_lb = INF  # the least key of the intervals the search could not resolve
-    heap = [((M - 1) * float(cand[0]) + LB(cand.size - 1), 0, cand.size - 1)]
-    while heap:
-        key, a, b = heapq.heappop(heap)
-        if key >= best_T:
-            break
-        gb = G(b)
-        if gb is None:
-            open_lb = min(open_lb, key)
-            continue
-        if not np.isfinite(gb):
-            continue  # g(cand[b]) = inf, so g = inf on [a, b]
-        b = flat.get(b, b) - 1  # g is flat on [flat[b], b]: the plan found is best there
-        if b < a:
-            continue
-        if b == a:
-            heapq.heappush(heap, ((M - 1) * float(cand[a]) + max(LB(a), gb), a, a))
-            continue
-        mid = (a + b) // 2
-        heapq.heappush(heap, ((M - 1) * float(cand[a]) + max(LB(mid), gb), a, mid))
-        heapq.heappush(heap, ((M - 1) * float(cand[mid + 1]) + gb, mid + 1, b))
+    key = (M - 1) * float(cand[0]) + LB(cand.size - 1)
+    heap = [(key, 0, cand.size - 1)]
+    try:
+        while heap:
+            key, a, b = heapq.heappop(heap)
+            if key >= best_T:
+                break
+            gb = G(b)
+            if gb is None:
+                open_lb = min(open_lb, key)
+                continue
+            if not np.isfinite(gb):
+                continue  # g(cand[b]) = inf, so g = inf on [a, b]
+            b = flat.get(b, b) - 1  # g is flat on [flat[b], b]: the plan found is best there
+            if b < a:
+                continue
+            if b == a:
+                heapq.heappush(heap, ((M - 1) * float(cand[a]) + max(LB(a), gb), a, a))
+                continue
+            mid = (a + b) // 2
+            heapq.heappush(heap, ((M - 1) * float(cand[a]) + max(LB(mid), gb), a, mid))
+            heapq.heappush(heap, ((M - 1) * float(cand[mid + 1]) + gb, mid + 1, b))
+    except (TimeUp, KeyboardInterrupt):  # stopped: every open interval's key still bounds T*
+        space.report_bound(min(best_T, open_lb, key, heap[0][0] if heap else INF))
+        raise
     return best, best_T, min(best_T, open_lb)

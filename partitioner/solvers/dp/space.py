@@ -38,6 +38,7 @@ class Space:
     calls: int = 0
     check: Callable[[], None] | None = None  # raises to stop the search (time limit)
     on_plan: Callable[[str, Plan], None] | None = None  # sees every plan a step returns
+    on_bound: Callable[[float], None] | None = None  # sees a lower bound a stopped search proved
     banded_ok: bool = True  # the full lattice step is affordable (else Unaffordable propagates)
     counted: dict[str, set[int]] = field(default_factory=dict)  # per mode: classes the relaxed steps count
     known_tau: Plan | None = None  # a tau*-attaining plan found elsewhere (`relaxed_tau`)
@@ -76,6 +77,10 @@ class Space:
             return float(np.inf), (), ()
         self.calls += 1
         return self._seen("tau", (tau, *tau_plan(self.tables, self.coarse, cap(tau))))
+
+    def report_bound(self, value: float) -> None:
+        if self.on_bound is not None:
+            self.on_bound(value)
 
     def _seen(self, kind: str, plan: Plan) -> Plan:
         if self.on_plan is not None and plan[1]:
