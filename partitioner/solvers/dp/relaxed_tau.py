@@ -13,8 +13,12 @@ classes that can hold them, each class at most m_t times (a bipartite b-matching
 paths); when that succeeds the plan is real and the bound is tau* itself. Otherwise the member
 class most in demand leaves the group for K and the bisection resumes from the bound (which only
 grows as classes leave the group). With K = every class this is the exact lattice of `reach`.
-Cost: O(N |K| + L T) per probe, N = prod_{t in K} (m_t + 1) * (m_G + 1), about log2(T L^2)
-probes per K, at most T rounds; stops with the bound when N would exceed MAX_POINTS.
+When counting the group too would exceed MAX_POINTS, the group is left uncounted (any number of
+its stages, F(p) = its closure from cut p): a weaker relaxation over the K lattice alone.
+The sigma step on one link (`relaxed_sigma`) is the same search with a stage before a cut j
+held to C + d_j <= B. Cost: O(N |K| + L T) per probe, N = prod_{t in K} (m_t + 1) times
+(m_G + 1) when the group is counted, O(log) probes per round from galloping and bisection,
+at most T rounds; the bound is returned alone once N would exceed MAX_POINTS either way.
 """
 
 from __future__ import annotations
