@@ -10,6 +10,7 @@ against the reported lower bound; the speed-up where both prove optimality.
     python benchmarks/solvers.py             # a short run (about a minute on 2 cores)
     python benchmarks/solvers.py --big       # every target row (several minutes; run it once)
     python benchmarks/solvers.py --time-limit 10
+    python benchmarks/solvers.py --big --only "8 classes"   # the rows whose instance name matches
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def row(case: Case, objective: str, regime: str, args: argparse.Namespace) -> st
 
 SHORT = [
     Case("free, 4 classes, one node", 256, 64, 4, 64),
+    Case("free, 8 classes, one node", 128, 256, 8, 256),
     Case("free, link-distinct", 128, 12, 4, 1, distinct=True),
     Case("fixed order", 256, 64, 4, 4, order="fixed"),
     Case("free, 2 classes (cp-sat can prove)", 24, 6, 2, 6),
@@ -94,6 +96,7 @@ BIG = [
     Case("free, 4 classes, one node", 256, 64, 4, 64),
     Case("free, 4 classes, 1 GPU per node", 256, 32, 4, 1),
     Case("free, 4 classes, 4 GPUs per node", 128, 32, 4, 4),
+    Case("free, 6 classes, one node", 128, 64, 6, 64),
     Case("free, 8 classes, one node", 128, 256, 8, 256),
     Case("free, link-distinct", 128, 12, 4, 1, distinct=True),
     Case("free, link-distinct", 128, 16, 4, 1, distinct=True),
@@ -171,6 +174,7 @@ def main() -> None:
     ap.add_argument("--no-cpsat", dest="cpsat", action="store_false", help="skip CP-SAT alone")
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--M", type=int, default=8)
+    ap.add_argument("--only", default="", metavar="TEXT", help="only the rows whose instance name contains TEXT")
     ap.add_argument("--validate", type=int, default=0, metavar="TABLES",
                     help="only check dp against the exhaustive oracle on TABLES seeded tables (x 12 problems)")
     args = ap.parse_args()
@@ -180,8 +184,12 @@ def main() -> None:
     print(f"{'instance':38s} {'obj/regime':10s} {'auto: time':>10s} {'status':>12s} {'ms':>6s}   "
           f"{'cp-sat alone (limit ' + str(args.time_limit) + ' s)':>30s} speed-up")
     for case in BIG if args.big else SHORT:
+        if args.only not in f"{case.label} L={case.L} G={case.G}":
+            continue
         for objective, regime in REGIMES if args.big else REGIMES[:1] + REGIMES[-1:]:
             print(row(case, objective, regime, args), flush=True)
+    if args.only:
+        return
     print(fixed_alone())
     for line in examples():
         print(line)

@@ -137,6 +137,7 @@ def test_refuses_instances_outside_applies(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_hint_when_dp_does_not_apply(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dp, "MAX_STAGE_WORK", 10)
+    monkeypatch.setattr(dp, "_relaxed", lambda problem, budget: (None, None))  # no relaxed route either
     p = Problem(two_devices())
     h = dp.hint(p)
     # Listed order only: fast -> slow, (3, 3.5, 26.5). The reachability DP's tau* plan is

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from partitioner.errors import InputError
+from partitioner.errors import InputError, SolverError
 from partitioner.problem import Problem, Solution
 from partitioner.registry import AUTO, BASELINES, EXACT, SOLVER_CHOICES, SOLVERS
 
@@ -55,10 +55,12 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
         seed = dp.hint(problem, budget)
     except (TimeUp, KeyboardInterrupt) as exc:
         found = budget.best_solution("TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED")
+        if found is None and isinstance(exc, TimeUp):
+            raise SolverError(f"auto: no plan found within the time limit ({limit:g} s)") from None
         if found is None:
             raise
         return found
-    if seed.optimal and len(seed.objective) == 1:
+    if seed.optimal:  # proven on every key (dp.hint claims it only then)
         return seed
     links = problem.L * problem.G**2
     if links > MAX_CPSAT_LINKS or links * BUILD_S_PER_LINK > 0.5 * budget.left(limit):

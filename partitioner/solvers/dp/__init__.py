@@ -2,13 +2,14 @@
 
 Steps: the period tau* (§3a fixed order, §3b free order over device classes with bisection,
 and a plan attaining it backtracked from the reachability DP), the lexicographic sigma step
-(§3c), the exact min T(M) by branch and bound (§3d), each solved over the same plan space
-(`space.Space`). In free order the sigma and sum steps only visit the states that can still
-finish under the step's caps (`banded`, cost O(S T w) for S kept states), which at a tight
-period is a thin band around the tau* plans. Every objective x regime x order is exact; free
-order is NP-hard with all devices distinct, so `applies` bounds the lattice sizes (thresholds
-below) and `auto` hands larger instances to CP-SAT, seeded by `hint` (the tau* plan, tau* as
-the bound).
+(§3c), the exact min T(M) (§3d), each solved over the same plan space (`space.Space`). In free
+order the period steps visit only the states that can still finish under their caps
+(`banded`, O(S T w) for S kept states: a thin band at tau*), and the makespan steps count
+only the scarce classes (`relaxed`, decremental state-space relaxation, O(L w N_K T) per pass).
+`applies` bounds the listed lattices (thresholds below). Beyond them `hint` still proves what
+it can (`_relaxed`): tau* from a reach over merged classes (`relaxed_tau`), then the relaxed
+steps, which raise `Unaffordable` when they would need too many counted classes; only then
+does `auto` hand the instance to CP-SAT, seeded by `hint` (its best plan and bound).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.lattice import Lattice, lattice_size
 from partitioner.solvers.dp.makespan import min_makespan
+from partitioner.solvers.dp.relaxed import Unaffordable
+from partitioner.solvers.dp.relaxed_tau import relaxed_tau
 from partitioner.solvers.dp.sigma import balanced, throughput
 from partitioner.solvers.dp.space import Space
 from partitioner.solvers.dp.tables import build_tables, device_classes
@@ -34,6 +37,8 @@ MAX_TAU_LATTICE = 200_000  # prod(m_t + 1) over (cost, capacity) classes: tau st
 MAX_STAGE_WORK = 100_000_000  # prod(m_t + 1) * T * (L+1) over link-aware classes: the states
 # (v, t, j) the sigma/sum steps could keep; at the tau* cap only a thin band of them is kept
 MAX_MATRIX = 60_000_000  # (L+1)^2 x distinct cost rows: the interval-cost matrices in memory
+MAX_FINE_LATTICE = 2_000_000  # link-aware lattice the relaxed route still builds (`_relaxed`)
+MAX_RELAXED_CLASSES = 12  # link-aware classes up to which `hint` tries the relaxed route
 MAKESPAN_CALLS = 200  # the makespan search caps stages far above tau*, so its bands are wide
 
 
@@ -69,13 +74,14 @@ def applies(problem: Problem) -> bool:
     return w["tau_lattice"] <= MAX_TAU_LATTICE and w["stage_work"] <= budget
 
 
-def _space(problem: Problem) -> Space:
+def _space(problem: Problem, banded_ok: bool = True, known_tau: Plan | None = None) -> Space:
     T = build_tables(problem.tables)
     if problem.order == "fixed":
         return Space(T)
-    fine = Lattice.build(device_classes(problem.tables, links=True))
-    coarse = Lattice.build(device_classes(problem.tables, links=False))
-    return Space(T, fine=fine, coarse=coarse)
+    fine_cls = device_classes(problem.tables, links=True)
+    fine = Lattice.build(fine_cls) if lattice_size(fine_cls) <= MAX_FINE_LATTICE else Lattice.virtual(fine_cls)
+    coarse = None if known_tau is not None else Lattice.build(device_classes(problem.tables, links=False))
+    return Space(T, fine=fine, coarse=coarse, banded_ok=banded_ok, known_tau=known_tau)
 
 
 def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Solution:
@@ -114,11 +120,12 @@ def _watch(problem: Problem, space: Space, budget: Budget) -> None:
 
     space.check = budget.check
     space.on_plan = seen
+    space.on_bound = budget.bound if problem.objective == "makespan" else None
 
 
-def _solve(problem: Problem, budget: Budget) -> Solution:
+def _solve(problem: Problem, budget: Budget, banded_ok: bool = True, known_tau: Plan | None = None) -> Solution:
     start = time.perf_counter()
-    space = _space(problem)
+    space = _space(problem, banded_ok, known_tau)
     _watch(problem, space, budget)
 
     def T_of(plan: Plan) -> tuple[float, float]:
@@ -136,14 +143,22 @@ def _solve(problem: Problem, budget: Budget) -> Solution:
         plan = throughput(space, problem.regime, sigma_of)
     else:
         work_lb = float(problem.tables.cost.min(axis=0).sum()) * (1 - 1e-12)
-        plan = min_makespan(space, problem.regime, int(problem.M), T_of, work_lb)[0]
+        plan, _, bound = min_makespan(space, problem.regime, int(problem.M), T_of, work_lb)
     if not plan[1]:
         raise InfeasibleError(explain_infeasible(problem.tables))
     metrics = evaluate(problem, plan[1], plan[2])
     key = objective_key(problem, metrics)
+    if problem.objective == "makespan" and lex_compare((bound,), key) < 0:  # relaxed route, incomplete
+        from partitioner.solvers.bounds import makespan_bound
+
+        budget.bound(max(bound, makespan_bound(problem, space.tau())))
+        budget.offer(problem, plan[1], plan[2])
+        found = budget.best_solution("FEASIBLE")
+        assert found is not None
+        return dataclasses.replace(found, wall_time_s=time.perf_counter() - start)
     stats: tuple[tuple[str, float], ...] = (("probes", float(space.calls)),)
     if space.fine is not None:
-        stats += (("classes", float(space.fine.T)), ("lattice", float(space.fine.coords.shape[0])))
+        stats += (("classes", float(space.fine.T)), ("lattice", float(lattice_size([list(c) for c in space.fine.classes]))))
     return Solution(
         devices=plan[1], cuts=plan[2], solver="dp", optimal=True, objective=key,
         lower_bound=key[0], status="OPTIMAL", wall_time_s=time.perf_counter() - start, stats=stats,
@@ -165,6 +180,30 @@ def free_tau_plan(problem: Problem) -> tuple[float | None, tuple[int, ...], tupl
     return Space(build_tables(problem.tables), coarse=Lattice.build(classes)).tau_plan()
 
 
+def _relaxed(problem: Problem, budget: Budget | None) -> tuple[Solution | None, Plan | None]:
+    """(the exact optimum beyond `applies` when the relaxed steps converge within their state cap,
+    else None or a makespan plan with its bound; the merged-class reach's (tau bound, plan) when
+    the tau lattice is too large, else None)."""
+    if problem.order != "free" or len(device_classes(problem.tables, links=True)) > MAX_RELAXED_CLASSES:
+        return None, None  # many link-aware classes (link-distinct devices): no scarce few to count
+    budget = budget if budget is not None else Budget(None)
+    known = None
+    if lattice_size(device_classes(problem.tables, links=False)) > MAX_TAU_LATTICE:
+        known = relaxed_tau(build_tables(problem.tables), device_classes(problem.tables, links=False),
+                            check=budget.check)
+        if not known[1]:
+            return None, known
+    try:
+        return _solve(problem, budget, banded_ok=False, known_tau=known), known
+    except (Unaffordable, MemoryError):
+        return None, known
+    except (TimeUp, KeyboardInterrupt):
+        from partitioner.solvers.bounds import lower_bound
+
+        budget.bound(lower_bound(problem, lp=False))  # the caller reports the best plan so far with it
+        raise
+
+
 def _reraise(found: Solution) -> Solution:
     """A seed step that stopped early stops the whole solve (Ctrl-C or the time limit)."""
     if found.status == "INTERRUPTED":
@@ -184,11 +223,17 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
         return _reraise(solve(problem, budget))
     from partitioner.solvers.bounds import lower_bound, makespan_bound
 
+    exact, merged = _relaxed(problem, budget)
+    if exact is not None and exact.optimal:
+        return exact
+
     start = time.perf_counter()
     tau = None
     plans = []
     if problem.order == "free":
         tau, devices, cuts = free_tau_plan(problem)
+        if tau is None and merged is not None:  # lattice too large: the merged-class reach's answer
+            tau, devices, cuts = merged
         if devices:
             plans.append((devices, cuts))
             if budget is not None:
@@ -200,12 +245,20 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
         plans.append((found.devices, found.cuts))
         if budget is not None:
             budget.offer(problem, found.devices, found.cuts)
-    fixed = solve(dataclasses.replace(problem, order="fixed"), listed)  # its bounds are not ours
-    if budget is not None:
-        budget.offer(problem, fixed.devices, fixed.cuts)
-    _reraise(fixed)
-    plans.append((fixed.devices, fixed.cuts))
+    try:
+        fixed = solve(dataclasses.replace(problem, order="fixed"), listed)  # its bounds are not ours
+    except InfeasibleError:
+        if not plans and exact is None:
+            raise
+    else:
+        if budget is not None:
+            budget.offer(problem, fixed.devices, fixed.cuts)
+        _reraise(fixed)
+        plans.append((fixed.devices, fixed.cuts))
     lb = lower_bound(problem)
+    if exact is not None:  # an incomplete relaxed makespan search: its plan and its real bound
+        plans.append((exact.devices, exact.cuts))
+        lb = max(lb, exact.lower_bound)
     best = min(plans, key=lambda pc: objective_key(problem, evaluate(problem, *pc)))
     key = objective_key(problem, evaluate(problem, *best))
     if tau is not None and np.isfinite(tau):
@@ -217,7 +270,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     if budget is not None:
         budget.bound(min(lb, key[0]))
         budget.offer(problem, *best)
-    return dataclasses.replace(
-        fixed, devices=best[0], cuts=best[1], optimal=proven, objective=key, lower_bound=min(lb, key[0]),
+    return Solution(
+        devices=best[0], cuts=best[1], solver="dp", optimal=proven, objective=key, lower_bound=min(lb, key[0]),
         status="OPTIMAL" if proven else "FEASIBLE", wall_time_s=time.perf_counter() - start,
     )

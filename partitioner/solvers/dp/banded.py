@@ -26,17 +26,34 @@ from partitioner.solvers.dp.lattice import Lattice
 from partitioner.solvers.dp.reach import backward, forward, next_far, prev_far
 from partitioner.solvers.dp.tables import DPTables
 
-__all__ = ["lattice_stages", "window_states", "CHUNK"]
+__all__ = ["lattice_stages", "window_states", "stage_bounds", "CHUNK"]
 
 Plan = tuple[float, tuple[int, ...], tuple[int, ...]]
 CHUNK = 2_000_000  # elements per temporary (targets x w) block
 INF = float(np.inf)
 
 
-def _windows(T: DPTables, lat: Lattice, B: float) -> tuple[np.ndarray, np.ndarray]:
-    """lo, hi (N, K): the starts j that a state (v, t) can have under the stage bound B."""
-    R = forward(lat, next_far(T, lat, B), T.L)[1]
-    Q = backward(lat, prev_far(T, lat, B), T.L)
+def stage_bounds(
+    T: DPTables, lat: Lattice, mode: str, tau_cap: float, sigma_cap: float, bound: float = INF
+) -> tuple[float, float]:
+    """(B, B_last): every stage that ends at a cut has C <= B, the last one C <= B_last. A stage
+    before a cut has sigma = C + d >= C + d_min, d_min the least delay of any class link at any
+    cut, so the sigma cap (max mode: the bound) tightens B by d_min. Both shrink the windows."""
+    S = sigma_cap if mode != "max" else bound
+    if not np.isfinite(S):
+        return tau_cap, tau_cap
+    D = np.array([T.delay(*_pair(lat, t, u)) for t in range(lat.T) for u in range(lat.T)
+                  if t != u or len(lat.classes[t]) >= 2])
+    d = D[:, 1:T.L] if D.size else np.empty((0, 0))
+    d_min = float(d[np.isfinite(d)].min()) if np.isfinite(d).any() else 0.0
+    return min(tau_cap, S - d_min * (1 - 1e-9)), min(tau_cap, S)
+
+
+def _windows(T: DPTables, lat: Lattice, B: float, last: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """lo, hi (N, K): the starts j that a state (v, t) can have when every stage ending at a cut
+    has C <= B and the last one C <= last (default B)."""
+    R = forward(lat, next_far(T, lat, B, last), T.L)[1]
+    Q = backward(lat, prev_far(T, lat, B, last), T.L)
     N, K = lat.coords.shape
     top = int(np.dot(lat.m, lat.stride))
     v = np.arange(N)
@@ -51,9 +68,9 @@ def _windows(T: DPTables, lat: Lattice, B: float) -> tuple[np.ndarray, np.ndarra
     return lo, hi
 
 
-def window_states(T: DPTables, lat: Lattice, B: float) -> int:
-    """S: how many (v, t, j) states the steps keep under the stage bound B (for `applies`)."""
-    lo, hi = _windows(T, lat, B)
+def window_states(T: DPTables, lat: Lattice, B: float, last: float | None = None) -> int:
+    """S: how many (v, t, j) states the steps keep under the stage bounds (B, last)."""
+    lo, hi = _windows(T, lat, B, last)
     return int(np.clip(hi - lo + 1, 0, None).sum())
 
 
@@ -94,8 +111,7 @@ def lattice_stages(
 ) -> Plan:
     """Exact min of max sigma ("max") or of sum sigma ("sum") over free-order plans with every
     tau <= tau_cap, (sum mode) every sigma <= sigma_cap and (max mode) value <= bound."""
-    B = min(tau_cap, sigma_cap if mode != "max" else bound)
-    lo, hi = _windows(T, lat, B)
+    lo, hi = _windows(T, lat, *stage_bounds(T, lat, mode, tau_cap, sigma_cap, bound))
     tab = _Table(lo, hi)
     K = lat.T
     bands = [T.band(c[0], tau_cap) for c in lat.classes]

@@ -44,6 +44,19 @@ class Lattice:
         levels = tuple(np.flatnonzero(level == s) for s in range(int(m.sum()) + 1))
         return Lattice(tuple(tuple(c) for c in classes), m, stride, coords, levels)
 
+    @staticmethod
+    def virtual(classes: list[list[int]]) -> Lattice:
+        """The classes without their count vectors (too many to list): only the relaxed steps,
+        which count a few classes of their own choosing, can search it."""
+        m = np.array([len(c) for c in classes], dtype=np.int64)
+        return Lattice(tuple(tuple(c) for c in classes), m, np.zeros(len(m), dtype=np.int64),
+                       np.zeros((0, len(m)), dtype=np.int64), ())
+
+    @property
+    def listed(self) -> bool:
+        """False for a `virtual` lattice."""
+        return self.coords.shape[0] > 0
+
     @property
     def T(self) -> int:
         return len(self.m)

@@ -33,29 +33,38 @@ def _class_matrix(T: DPTables, lat: Lattice, t: int) -> np.ndarray:
     return T.C[int(T.cost_id[lat.classes[t][0]])]
 
 
-def _per_class(T: DPTables, lat: Lattice, B: float, reach: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """reach(C_t <= B) for every class t, computed once per distinct cost row."""
+def _per_class(
+    T: DPTables, lat: Lattice, B: float, reach: Callable[[np.ndarray], np.ndarray], last: float | None = None
+) -> np.ndarray:
+    """reach(C_t <= B) for every class t, computed once per distinct cost row; with `last`, the
+    stages that end at L are held to C_t <= last instead."""
     out = np.zeros((lat.T, T.L + 1), dtype=np.int64)
     cache: dict[int, np.ndarray] = {}
     for t in range(lat.T):
         c = int(T.cost_id[lat.classes[t][0]])
         if c not in cache:
-            cache[c] = reach(_class_matrix(T, lat, t) <= B)
+            C = _class_matrix(T, lat, t)
+            ok = C <= B
+            if last is not None:
+                ok[:, T.L] = C[:, T.L] <= last
+            cache[c] = reach(ok)
         out[t] = cache[c]
     return out
 
 
-def next_far(T: DPTables, lat: Lattice, B: float) -> np.ndarray:
-    """next_t[j]: the farthest end of a stage of class t from j with C_t(j, .) <= B (j if none)."""
+def next_far(T: DPTables, lat: Lattice, B: float, last: float | None = None) -> np.ndarray:
+    """next_t[j]: the farthest end of a stage of class t from j with C_t(j, .) <= B (j if none);
+    a stage ending at L may instead meet `last` >= B (non-decreasing in j either way)."""
     cols = np.arange(T.L + 1)
-    return _per_class(T, lat, B, lambda ok: np.maximum(np.where(ok, cols[None, :], -1).max(axis=1), cols))
+    return _per_class(T, lat, B, lambda ok: np.maximum(np.where(ok, cols[None, :], -1).max(axis=1), cols), last)
 
 
-def prev_far(T: DPTables, lat: Lattice, B: float) -> np.ndarray:
-    """prev_t[j]: the earliest start of a stage of class t that ends at j with C_t(., j) <= B (j if none)."""
+def prev_far(T: DPTables, lat: Lattice, B: float, last: float | None = None) -> np.ndarray:
+    """prev_t[j]: the earliest start of a stage of class t that ends at j with C_t(., j) <= B (j if
+    none); at j = L the bound is `last` when given."""
     J = T.L + 1
     rows = np.arange(J)
-    return _per_class(T, lat, B, lambda ok: np.minimum(np.where(ok, rows[:, None], J).min(axis=0), rows))
+    return _per_class(T, lat, B, lambda ok: np.minimum(np.where(ok, rows[:, None], J).min(axis=0), rows), last)
 
 
 def forward(lat: Lattice, nxt: np.ndarray, L: int, early: bool = False) -> tuple[bool, np.ndarray]:
@@ -116,6 +125,12 @@ def lattice_tau(T: DPTables, lat: Lattice) -> tuple[float, int]:
     interval sum C_t(i, j)), each probe one early-exit `forward` pass; returns (tau*, probes)."""
     ids = sorted({int(T.cost_id[c[0]]) for c in lat.classes})
     cand = np.unique(np.concatenate([T.C[i][np.isfinite(T.C[i])] for i in ids]))
+    # a plan is one whole-model stage, or every stage holds each of its layers alone (closed
+    # under shrinking), so tau* >= min(min_t C_t(0, L), max_l min_t C_t(l, l+1)): no probe below
+    J = np.arange(T.L)
+    alone = float(np.min([T.C[i][J, J + 1] for i in ids], axis=0).max())
+    floor = min(alone, *(float(T.C[i][0, T.L]) for i in ids))
+    cand = cand[cand >= floor]
     if cand.size == 0 or not forward(lat, next_far(T, lat, cap(float(cand[-1]))), T.L, True)[0]:
         return float(np.inf), 1
     lo, hi, probes = 0, cand.size - 1, 1

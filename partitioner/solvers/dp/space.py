@@ -9,17 +9,22 @@ C_g(i, j) + d(g, h, j) and final C_g(i, L) for sigma, restricted to [lo, hi].
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from partitioner.solvers.dp.banded import lattice_stages
+from partitioner.solvers.dp.banded import lattice_stages, stage_bounds, window_states
 from partitioner.solvers.dp.fixed import Plan, fixed_stages, fixed_tau
 from partitioner.solvers.dp.lattice import Lattice
 from partitioner.solvers.dp.reach import lattice_tau, tau_plan
+from partitioner.solvers.dp.relaxed import MAX_STATES, Unaffordable, one_link, relaxed_bound, relaxed_stages
+from partitioner.solvers.dp.relaxed_tau import relaxed_sigma
 from partitioner.solvers.dp.tables import DPTables, cap
 
-__all__ = ["Space"]
+__all__ = ["Space", "SMALL_BAND"]
+
+SMALL_BAND = 100_000  # window states under which the banded step runs even beyond `applies`
+WINDOW_WORK = 1_000_000  # lattice points x classes up to which those window states are counted
 
 
 @dataclass(eq=False)
@@ -33,6 +38,10 @@ class Space:
     calls: int = 0
     check: Callable[[], None] | None = None  # raises to stop the search (time limit)
     on_plan: Callable[[str, Plan], None] | None = None  # sees every plan a step returns
+    on_bound: Callable[[float], None] | None = None  # sees a lower bound a stopped search proved
+    banded_ok: bool = True  # the full lattice step is affordable (else Unaffordable propagates)
+    counted: dict[str, set[int]] = field(default_factory=dict)  # per mode: classes the relaxed steps count
+    known_tau: Plan | None = None  # a tau*-attaining plan found elsewhere (`relaxed_tau`)
     _tau: float | None = None
 
     @property
@@ -42,7 +51,7 @@ class Space:
     def tau(self) -> float:
         """Minimum tau_max (inf when no plan fits); computed once."""
         if self._tau is None:
-            self._tau = self._tau_step()
+            self._tau = self._tau_step() if self.known_tau is None else self.known_tau[0]
         return self._tau
 
     def _tau_step(self) -> float:
@@ -56,6 +65,8 @@ class Space:
     def tau_plan(self) -> Plan:
         """A plan attaining the minimum tau_max (backtracked from the reachability DP in free
         order); (inf, (), ()) when nothing fits."""
+        if self.known_tau is not None:
+            return self._seen("tau", self.known_tau)
         if self.coarse is None:
             self.calls += 1
             plan = fixed_tau(self.tables)
@@ -67,21 +78,77 @@ class Space:
         self.calls += 1
         return self._seen("tau", (tau, *tau_plan(self.tables, self.coarse, cap(tau))))
 
+    def report_bound(self, value: float) -> None:
+        if self.on_bound is not None:
+            self.on_bound(value)
+
     def _seen(self, kind: str, plan: Plan) -> Plan:
         if self.on_plan is not None and plan[1]:
             self.on_plan(kind, plan)
         return plan
 
-    def stages(self, mode: str, tau_cap: float, sigma_cap: float, bound: float = float(np.inf)) -> Plan:
+    def stages(
+        self, mode: str, tau_cap: float, sigma_cap: float, bound: float = float(np.inf), loose: bool = False
+    ) -> Plan:
         """The sigma ("max") or sum ("sum") step under the caps; in max mode plans above `bound`
-        (an incumbent's value) may be skipped, which only prunes the free-order search."""
+        (an incumbent's value) may be skipped, which only prunes the free-order search. In free
+        order the banded lattice step runs first at the period's tight caps, where its windows
+        are thin and every class is scarce; with `loose` caps (the makespan search) the relaxed
+        step runs first, where few classes are scarce and the windows are wide. Beyond `applies`
+        (not banded_ok) the sigma step on one link is a bisected reach (`relaxed_sigma`), the
+        banded step runs only on few window states, and Unaffordable says when neither fits."""
         self.calls += 1
         if self.check is not None:
             self.check()
         if self.fine is None:
             return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
-        found = lattice_stages(self.tables, self.fine, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
+        T, lat = self.tables, self.fine
+
+        def banded() -> Plan:
+            return lattice_stages(T, lat, mode, tau_cap, sigma_cap, bound=bound, check=self.check)
+
+        def few() -> bool:  # few window states (and few enough lattice points to count them)
+            if not lat.listed or lat.coords.shape[0] * lat.T > WINDOW_WORK:
+                return False
+            return window_states(T, lat, *stage_bounds(T, lat, mode, tau_cap, sigma_cap, bound)) <= SMALL_BAND
+
+        if self.banded_ok and not loose:
+            return self._seen("stages", banded())
+        d = one_link(T, lat.classes)
+        if mode == "max" and d is not None:
+            found = relaxed_sigma(T, [list(c) for c in lat.classes], tau_cap, d, check=self.check)
+            if found[1]:
+                return self._seen("stages", found)
+        if not loose and not self.banded_ok and few():
+            return self._seen("stages", banded())
+        try:  # on several links a pass costs T times more: there only small relaxations are tried
+            found = relaxed_stages(T, lat.classes, mode, tau_cap, sigma_cap, bound=bound,
+                                   K=self.counted.setdefault(mode, set()), check=self.check,
+                                   max_states=MAX_STATES if d is not None else MAX_STATES // 30)
+        except Unaffordable:
+            if not (self.banded_ok or (loose and few())):
+                raise
+            found = banded()
         return self._seen("stages", found)
+
+    def stages_bound(self, mode: str, tau_cap: float, sigma_cap: float) -> tuple[float, Plan | None]:
+        """A lower bound on `stages(mode, tau_cap, sigma_cap)` from one relaxed pass over the
+        classes counted so far, with the step's optimal plan when that pass already finds it
+        (None otherwise); exact in fixed order."""
+        if self.fine is None:
+            found = self.stages(mode, tau_cap, sigma_cap)
+            return found[0], found
+        self.calls += 1
+        if self.check is not None:
+            self.check()
+        try:
+            value, devices, cuts = relaxed_bound(self.tables, self.fine.classes, mode, tau_cap, sigma_cap,
+                                                 K=self.counted.setdefault(mode, set()))
+        except Unaffordable:
+            return 0.0, None
+        if not devices:
+            return value, None
+        return value, self._seen("stages", (value, devices, cuts))
 
     def _pairs(self) -> list[tuple[int, int]]:
         """(cost id, link id) of every stage-then-link pair a plan can contain."""
