@@ -69,14 +69,16 @@ class _progress:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.bar = Progress(TextColumn("replicas"), BarColumn(), TextColumn("{task.completed}/{task.total} solves"),
-                            TextColumn("best replica {task.fields[best]}"), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=True)
+        self.bar = Progress(TextColumn("replicas"), BarColumn(), TextColumn("{task.completed} solves"),
+                            TextColumn("best replica {task.fields[best]}"), TextColumn("{task.fields[bound]}"),
+                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
         self.bar.start()
-        self.task = self.bar.add_task("search", total=None, best="—")
+        self.task = self.bar.add_task("search", total=None, best="—", bound="")
 
-        def update(done: int, total: int, best: float) -> None:
-            self.bar.update(self.task, completed=done, total=total, best=f"{best:.4g} tok/s")
+        def update(done: int, total: int | None, best: float, bound: float | None = None) -> None:
+            """(replicas solved, vectors to solve or None, best replica tokens/s, deployment bound)."""
+            text = f"bound {bound:.4g} tok/s" if bound is not None and bound < float("inf") else ""
+            self.bar.update(self.task, completed=done, total=total, best=f"{best:.4g} tok/s", bound=text)
 
         return update
 

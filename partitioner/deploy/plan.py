@@ -24,6 +24,7 @@ import numpy as np
 from partitioner.deploy.deployment import Deployment, tp_notes
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
+from partitioner.serving.search import _d_ret_lb
 
 __all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
 
@@ -52,70 +53,15 @@ def _sizes(tp: str) -> tuple[int, ...] | None:
     return (1,) if tp == "off" else None  # "node" is handled by whole_nodes
 
 
-def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray,
-                   need: float) -> tuple[Callable[[list[int]], float], Callable[[list[int]], float]]:
-    """bound(devices) >= the tokens/s of any pipeline on them: min(B/τ_lb, K·B/R_lb) with
-    τ_lb = L_dec / Σ r_g (replicas.py) and R_lb = Σ_l min_g low[g][l] + S_min·α_min + (S_min - 1)·b_min/β_max
-    the least round trip (S_min stages by memory; S_min - 1 links each at least the least latency
-    plus the least cut over the fastest link, and d_ret at least the least latency)."""
-    dec = [i for i, k in enumerate(base.kinds) if k == "decoder"] or list(range(base.L))
-    r = 1.0 / base.cost[:, dec].min(axis=1)
-    for g, rg in rates.items():
-        r[g] = max(r[g], rg)
-    B, K = base.batch, base.in_flight
-    cut_min = float(base.cut_bytes[:-1].min()) if base.L > 1 else 0.0
-
-    m_min = float(base.memory_gb.min())
-    per_layer = lows.min(axis=1)
-
-    def _fill(devices: list[int]) -> float:
-        """Σ τ >= the cheapest fractional filling of the L layers into the devices, device g
-        holding at most C_g / m_min layers at its least per-layer cost (a group's layers split
-        over its members the same way: its memory t·min C <= Σ C_m)."""
-        left, total = float(base.L), 0.0
-        for g in sorted(devices, key=lambda g: per_layer[g]):
-            take = min(left, float(base.capacity_gb[g]) / m_min if m_min > 0 else left)
-            total += take * float(per_layer[g])
-            left -= take
-            if left <= 0:
-                return total
-        return math.inf  # the devices cannot hold the model
-
-    def bound(devices: list[int]) -> float:
-        tau_lb = len(dec) / float(r[devices].sum())
-        room: dict[str, float] = {}
-        for g in devices:
-            node = cluster.devices[g].node
-            room[node] = room.get(node, 0.0) + float(base.capacity_gb[g])
-        s_min = max(1, math.ceil(need / max(room.values()) - 1e-9))
-        ix = np.ix_(devices, devices)
-        off = ~np.eye(len(devices), dtype=bool)
-        a_min, x_min = 0.0, 0.0
-        if s_min > 1 and off.any():
-            a_min = float(base.latency_s[ix][off].min())
-            with np.errstate(divide="ignore"):
-                per_byte = np.where(np.isinf(base.bandwidth_Bps[ix]), 0.0, 1.0 / base.bandwidth_Bps[ix])
-            x_min = float(per_byte[off].min()) * cut_min
-        rt_lb = max(float(lows[devices].min(axis=0).sum()), _fill(devices)) + s_min * a_min + (s_min - 1) * x_min
-        if math.isinf(rt_lb):
-            return 0.0
-        return min(B / tau_lb, K * B / rt_lb) if rt_lb > 0 else B / tau_lb
-
-    def fluid(devices: list[int]) -> float:
-        """B / τ_lb alone: additive over disjoint replicas, so a bound for a whole deployment."""
-        return float(B * r[devices].sum() / len(dec))
-
-    return bound, fluid
-
-
 def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callable[[CostTables], Problem],
                     solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int) -> Callable[[list[int]], Any]:
     """devices -> the replica's Plan for serving (tokens/s = K·B/P, P = max(K·w, R)):
 
     the exact least-period split over groups ("throughput" at M = K: least w, then least R among
     those); when its P is K·w* it is optimal (no split has P < K·w*). Otherwise also the exact
-    least-round-trip split ("makespan" at M = 1, least Στ + Σd) and the better of the two; it is
-    proven when its P meets max(K·w*, T*(1)), a bound below every split's P.
+    "makespan" splits at M = 1 (least Στ + Σd) and at M = K + 1, the best of them; each bounds
+    P* >= K·(T*(m) + d_ret_lb)/(K + m − 1) (the Lagrangian bound of partitioner.serving.search,
+    "Exactness"), and the plan is proven when its P meets the largest bound.
     """
     from partitioner.deploy.groups import solve_groups, to_plan
 
@@ -129,18 +75,23 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
     def period(plan: Any) -> float:
         return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
 
+    uppers: dict[int, float] = {}
+
     def planner(devices: list[int]) -> Any:
         cands = [run("throughput", max(1, K), devices)]
         plans = [to_plan(cands[0], cluster)]
         w_lb = cands[0].lower_bound
         bound = K * w_lb
-        if period(plans[0]) > bound * (1 + 1e-9) + 1e-15:
+        d_ret = _d_ret_lb(cands[0].problem.tables) if len(devices) > 1 else 0.0
+        for m in (1, K + 1):
+            if min(period(p) for p in plans) <= bound * (1 + 1e-9) + 1e-15:
+                break
             try:
-                cands.append(run("makespan", 1, devices))
-                plans.append(to_plan(cands[1], cluster))
-                bound = max(bound, cands[1].lower_bound)
+                cands.append(run("makespan", m, devices))
             except InfeasibleError:
-                pass
+                break
+            plans.append(to_plan(cands[-1], cluster))
+            bound = max(bound, K * (cands[-1].lower_bound + d_ret) / (K + m - 1))
         best = min(range(len(plans)), key=lambda i: period(plans[i]))
         proven = all(gp.proven for gp in cands) and period(plans[best]) <= bound * (1 + 1e-9) + 1e-15
         gp = cands[best]
@@ -148,8 +99,11 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
         key = objective_key(problem, evaluate(problem, gp.solution.devices, gp.solution.cuts))
         gp = dataclasses.replace(gp, problem=problem, solution=dataclasses.replace(gp.solution, objective=key))
         plan = to_plan(gp, cluster)
-        return dataclasses.replace(plan, optimal=proven, notes=tuple(tp_notes(plan)))
+        plan = dataclasses.replace(plan, optimal=proven, notes=tuple(tp_notes(plan)))
+        uppers[id(plan)] = K * base.batch / bound if bound > 0 else math.inf
+        return plan
 
+    planner.upper = lambda plan: uppers.get(id(plan), math.inf)  # type: ignore[attr-defined]
     return planner
 
 
@@ -171,6 +125,7 @@ def plan_deployment(
     from partitioner import solvers
     from partitioner.costs import build_tables
     from partitioner.costs.groups import candidate_groups, group_tables
+    from partitioner.deploy.bounds import ReplicaBound
     from partitioner.deploy.groups import solve_groups, to_plan
     from partitioner.deploy.replicas import node_kinds, search_replicas
     from partitioner.models import load_cluster, load_model
@@ -221,9 +176,9 @@ def plan_deployment(
                     rates[g] = max(rates.get(g, 0.0), float(1.0 / row.min()) / gr.t)
                     lows[g] = np.minimum(lows[g], full)
     nk = node_kinds(cluster)
-    bound, fluid = _replica_bound(base, cluster, rates, lows, need)
-    found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=bound, fluid=fluid,
-                            time_limit_s=time_limit_s, progress=progress)
+    bound = ReplicaBound(base, cluster, rates, lows, need)
+    found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=bound, fluid=bound.fluid,
+                            time_limit_s=time_limit_s, progress=progress, upper_of=getattr(serve_value, "upper", None))
     used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)
     notes = [f"replica {r}: {n}" for r, p in enumerate(found.plans) for n in p.notes]

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from partitioner.deploy.bounds import MAX_MASK_KINDS
 from partitioner.errors import InfeasibleError, InputError
 
 __all__ = ["NodeKinds", "node_kinds", "ReplicaSearch", "search_replicas", "MAX_VECTORS"]
@@ -118,12 +119,18 @@ def search_replicas(
     time_limit_s: float | None = None,
     progress: Progress | None = None,
     max_vectors: int = MAX_VECTORS,
+    upper_of: Callable[[Any], float] | None = None,
 ) -> ReplicaSearch:
     """The recursion of the module doc, evaluated lazily by branch and bound: v(x) is solved only
     when bound(x) + F(n - x) could beat the best so far, where bound(x) >= v(x) (cheap, no solve)
     and F is the same recursion over the bounds. Exact whenever it runs to the end."""
     start = time.perf_counter()
     N = nk.counts
+    if math.prod(n + 1 for n in N) > MAX_STATES and hasattr(bound, "vectors") and len(N) <= MAX_MASK_KINDS:
+        from partitioner.deploy.columns import search_columns
+
+        return search_columns(nk, value, replicas=replicas, bound=bound, upper_of=upper_of or (lambda p: math.inf),
+                              time_limit_s=time_limit_s, progress=progress)
     cap = _cap(N, max_vectors)
     exact = cap == N
     vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))
