@@ -120,7 +120,7 @@ def plan(
         from partitioner.deploy.plan import plan_deployment
 
         return plan_deployment(model, cluster, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
-                               solver=solver, order=order, time_limit_s=time_limit_s)
+                               solver=solver, order=order, time_limit_s=time_limit_s, engine=engine)
     if objective == "serve":
         result = serve_plan(model, cluster, regime=regime, solver=solver, order=order, time_limit_s=time_limit_s,
                             tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine)

@@ -18,7 +18,7 @@ __all__ = ["run_deploy", "render_deployment"]
 
 def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: str, tp: str | None, M: int,
                regime: str, objective: str, solver: str, order: str | None, time_limit: float | None,
-               as_json: bool, out: str | None, export: str | None = None) -> None:
+               as_json: bool, out: str | None, export: str | None = None, engine: str | None = None) -> None:
     """Plan the loaded `model` on `cluster` (read from the files `inputs`), print (table or JSON)
     and optionally write the result."""
     from partitioner.deploy.plan import parse_replicas, plan_deployment
@@ -31,7 +31,7 @@ def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: s
     with _progress(enabled=count != 1) as progress:
         result = plan_deployment(model, cluster, replicas=count, tp=tp, M=M, regime=regime,
                                  objective=objective, solver=solver, order=order, time_limit_s=time_limit,
-                                 progress=progress)
+                                 progress=progress, engine=engine)
     if out:
         from partitioner.cli._output import safe_write
         from partitioner.deploy.deployment import DEPLOYMENT_FORMAT

@@ -75,7 +75,7 @@ def plan(
 
         return run_deploy(model, cluster, inputs=(model_file, cluster_file), replicas=replicas, tp=tp, M=M,
                           regime=regime, objective=objective, solver=solver, order=order, time_limit=time_limit,
-                          as_json=as_json, out=out, export=export)
+                          as_json=as_json, out=out, export=export, engine=engine or (export if export in ENGINES else None))
 
     _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
     if out:  # refuse an unwritable --out before solving, not after

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from partitioner.deploy.deployment import Deployment, tp_notes
+from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_notes
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
 from partitioner.serving.search import _d_ret_lb
@@ -54,7 +54,8 @@ def _sizes(tp: str) -> tuple[int, ...] | None:
 
 
 def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callable[[CostTables], Problem],
-                    solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int) -> Callable[[list[int]], Any]:
+                    solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int,
+                    engine: str | None = None) -> Callable[[list[int]], Any]:
     """devices -> the replica's Plan for serving (tokens/s = K·B/P, P = max(K·w, R)):
 
     the exact least-period split over groups ("throughput" at M = K: least w, then least R among
@@ -70,7 +71,7 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
     def run(obj: str, m: int, devices: list[int]) -> Any:
         return solve_groups(model, cluster, lambda t: dataclasses.replace(make(t), objective=obj, M=m), solve,  # type: ignore[arg-type]
                             devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes,
-                            whole_nodes=tp == "node")
+                            whole_nodes=tp == "node", engine=engine)
 
     def period(plan: Any) -> float:
         return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
@@ -119,12 +120,16 @@ def plan_deployment(
     solver: str = "auto",
     order: str | None = None,
     time_limit_s: float | None = None,
-    progress: Callable[[int, int, float], None] | None = None,
+    progress: Callable[..., None] | None = None,
+    engine: str | None = None,
 ) -> Any:
-    """A Plan (replicas == 1) or a Deployment; module doc."""
+    """A Plan (replicas == 1) or a Deployment; module doc. `engine` (presets/engines.yaml)
+    overrides the files' `engine:` in the cost model (its overheads), and one that takes a single
+    TP degree for every stage (UNIFORM_TP_ENGINES) turns tp "auto" into "uniform"."""
     from partitioner import solvers
     from partitioner.costs import build_tables
     from partitioner.costs.groups import candidate_groups, group_tables
+    from partitioner.costs.tables import select_engine
     from partitioner.deploy.bounds import ReplicaBound
     from partitioner.deploy.groups import solve_groups, to_plan
     from partitioner.deploy.replicas import node_kinds, search_replicas
@@ -134,8 +139,13 @@ def plan_deployment(
     cluster = load_cluster(cluster) if not hasattr(cluster, "devices") else cluster
     count = parse_replicas(replicas) if replicas is not None else None
     tp = tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
+    base = build_tables(model, cluster, engine=engine)
+    eng = select_engine(model, cluster, engine).id
+    head: list[str] = []
+    if tp == "auto" and eng in UNIFORM_TP_ENGINES:
+        tp = "uniform"
+        head.append(f"{eng} takes one tensor-parallel degree for every stage: planned with uniform TP")
     sizes = _sizes(tp)
-    base = build_tables(model, cluster)
     order_ = order or str(getattr(cluster, "order", "free"))
     if objective == "serve":  # the solvers' inner problem of the serve objective (serving.search)
         objective = "throughput"
@@ -152,13 +162,14 @@ def plan_deployment(
 
     def value(devices: list[int]) -> Any:
         gp = solve_groups(model, cluster, make, solve, devices=devices, uniform_tp=tp == "uniform", base=base,
-                          sizes=sizes, whole_nodes=tp == "node")
+                          sizes=sizes, whole_nodes=tp == "node", engine=engine)
         plan = to_plan(gp, cluster)
-        return dataclasses.replace(plan, notes=tuple(tp_notes(plan)))
+        return dataclasses.replace(plan, notes=(*head, *tp_notes(plan)))
 
     if count == 1:
         return value(list(range(len(cluster.devices))))
-    serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M)
+    serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M,
+                                  engine=engine)
     need = float(base.memory_gb.sum()) - (base.tied_gb if base.L > 1 else 0.0)
 
     def fits(devices: list[int]) -> bool:
@@ -169,7 +180,7 @@ def plan_deployment(
     if sizes != (1,):
         groups = [g for g in candidate_groups(cluster, whole_nodes=tp == "node") if g.t > 1]
         if groups:
-            gt = group_tables(model, cluster, groups, base)
+            gt = group_tables(model, cluster, groups, base, engine)
             dec = [i for i, k in enumerate(gt.kinds) if k == "decoder"] or list(range(gt.L))
             for gr, row, full in zip(groups, gt.cost[:, dec], gt.cost, strict=True):
                 for g in gr.members:
@@ -181,7 +192,7 @@ def plan_deployment(
                             time_limit_s=time_limit_s, progress=progress, upper_of=getattr(serve_value, "upper", None))
     used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)
-    notes = [f"replica {r}: {n}" for r, p in enumerate(found.plans) for n in p.notes]
+    notes = [*head, *(f"replica {r}: {n}" for r, p in enumerate(found.plans) for n in p.notes if n not in head)]
     if found.stopped:
         notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
     return Deployment(
