@@ -18,7 +18,8 @@ __all__ = ["run_deploy", "render_deployment"]
 
 def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: str, tp: str | None, M: int,
                regime: str, objective: str, solver: str, order: str | None, time_limit: float | None,
-               as_json: bool, out: str | None, export: str | None = None, engine: str | None = None) -> None:
+               as_json: bool, out: str | None, export: str | None = None, engine: str | None = None,
+               tpot_ms: float | None = None, ttft_ms: float | None = None, max_batch: int | None = None) -> None:
     """Plan the loaded `model` on `cluster` (read from the files `inputs`), print (table or JSON)
     and optionally write the result."""
     from partitioner.deploy.plan import parse_replicas, plan_deployment
@@ -31,7 +32,8 @@ def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: s
     with _progress(enabled=count != 1) as progress:
         result = plan_deployment(model, cluster, replicas=count, tp=tp, M=M, regime=regime,
                                  objective=objective, solver=solver, order=order, time_limit_s=time_limit,
-                                 progress=progress, engine=engine)
+                                 progress=progress, engine=engine, tpot_ms=tpot_ms, ttft_ms=ttft_ms,
+                                 max_batch=max_batch)
     if out:
         from partitioner.cli._output import safe_write
         from partitioner.deploy.deployment import DEPLOYMENT_FORMAT

@@ -73,9 +73,11 @@ def plan(
     if wants_deployment(replicas, tp, cluster):
         from partitioner.cli._deploy import run_deploy
 
+        _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
         return run_deploy(model, cluster, inputs=(model_file, cluster_file), replicas=replicas, tp=tp, M=M,
                           regime=regime, objective=objective, solver=solver, order=order, time_limit=time_limit,
-                          as_json=as_json, out=out, export=export, engine=engine or (export if export in ENGINES else None))
+                          as_json=as_json, out=out, export=export, engine=engine or (export if export in ENGINES else None),
+                          tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch)
 
     _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
     if out:  # refuse an unwritable --out before solving, not after

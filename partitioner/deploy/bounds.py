@@ -29,7 +29,7 @@ import numpy as np
 
 from partitioner.problem import CostTables
 
-__all__ = ["ReplicaBound", "MAX_MASK_KINDS"]
+__all__ = ["ReplicaBound", "MAX_MASK_KINDS", "unit_rates", "for_workload", "for_serve"]
 
 MAX_MASK_KINDS = 12  # per-subset tables have 2^kinds rows
 
@@ -50,7 +50,10 @@ def _nodes_needed(rooms: list[float], need: float) -> int:
 class ReplicaBound:
     """The bound of the module doc for the tables `base` (at the workload's B and K)."""
 
-    def __init__(self, base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray, need: float) -> None:
+    def __init__(self, base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray, need: float, *,
+                 fluid_rate: np.ndarray | None = None, seq_cap: tuple[float, float] | None = None) -> None:
+        """`fluid_rate` (tokens/s per device) and `seq_cap` (weights GB, KV GB per sequence) serve
+        the (B, K) search: the bound over every B and K (see `for_serve`)."""
         dec = [i for i, k in enumerate(base.kinds) if k == "decoder"] or list(range(base.L))
         r = 1.0 / base.cost[:, dec].min(axis=1)
         for g, rg in rates.items():
@@ -58,6 +61,8 @@ class ReplicaBound:
         self.base, self.cluster, self.r, self.lows, self.need = base, cluster, r, lows, need
         self.L_dec = len(dec)
         self.B, self.K = base.batch, base.in_flight
+        self.fr = base.batch * r / self.L_dec if fluid_rate is None else fluid_rate
+        self.seq_cap = seq_cap
         self.cut_min = float(base.cut_bytes[:-1].min()) if base.L > 1 else 0.0
         self.m_min = float(base.memory_gb.min())
         self.per_layer = lows.min(axis=1)
@@ -78,9 +83,17 @@ class ReplicaBound:
                 return total
         return math.inf  # the devices cannot hold the model
 
+    def sequences(self, capacity_gb: np.ndarray | float) -> Any:
+        """The most sequences K·B in flight: the workload's, or what the memory beyond the weights
+        holds (serve: every stage keeps the KV of every sequence, partitioner.serving.capacity)."""
+        if self.seq_cap is None:
+            return self.K * self.B
+        weights, kv = self.seq_cap
+        return np.maximum(0.0, (capacity_gb - weights) / kv) if kv > 0 else np.inf * np.ones_like(capacity_gb)
+
     def __call__(self, devices: list[int]) -> float:
         base = self.base
-        tau_lb = self.L_dec / float(self.r[devices].sum())
+        fluid = float(self.fr[devices].sum())
         room: dict[str, float] = {}
         for g in devices:
             node = self.cluster.devices[g].node
@@ -97,11 +110,12 @@ class ReplicaBound:
                  + s_nodes * a_min + (s_nodes - 1) * x_min)
         if math.isinf(rt_lb):
             return 0.0
-        return min(self.B / tau_lb, self.K * self.B / rt_lb) if rt_lb > 0 else self.B / tau_lb
+        seqs = float(self.sequences(float(base.capacity_gb[devices].sum())))
+        return min(fluid, seqs / rt_lb) if rt_lb > 0 else fluid
 
     def fluid(self, devices: list[int]) -> float:
         """B / τ_lb alone: additive over disjoint replicas, so a bound for a whole deployment."""
-        return float(self.B * self.r[devices].sum() / self.L_dec)
+        return float(self.fr[devices].sum())
 
     # --- count vectors over node kinds -------------------------------------------------------
 
@@ -111,11 +125,10 @@ class ReplicaBound:
         reps = [list(k[0]) for k in nk.kinds]
         n = len(reps)
         self.nk = nk
-        self.rho = np.array([float(self.r[d].sum()) for d in reps])
         self.ndev = np.array([len(d) for d in reps])
         self.room = np.array([float(base.capacity_gb[d].sum()) for d in reps])
         lowrow = np.array([self.lows[d].min(axis=0) for d in reps])
-        self.rates = self.B * self.rho / self.L_dec  # the fluid bound per node of each kind
+        self.rates = np.array([float(self.fr[d].sum()) for d in reps])  # the fluid bound per node of each kind
 
         def pair_min(a: list[int], b: list[int], m: np.ndarray) -> float:
             vals = [float(m[g, h]) for g in a for h in b if g != h]
@@ -169,7 +182,7 @@ class ReplicaBound:
             take = np.nan_to_num(take, nan=0.0)
             fill = np.where(cum[:, -1] >= self.base.L * (1 - 1e-12), (take * self.f_cost).sum(axis=1), np.inf)
             rt = np.maximum(self.m_low[mask], fill) + s_min * a_min + (s_min - 1) * x_min
-            ub = np.where(rt > 0, np.minimum(fluid, self.K * self.B / rt), fluid)
+            ub = np.where(rt > 0, np.minimum(fluid, self.sequences(X @ self.room) / rt), fluid)
         return np.where(np.isinf(rt), 0.0, ub)
 
     def _nodes_needed(self, X: np.ndarray) -> np.ndarray:
@@ -189,4 +202,56 @@ class ReplicaBound:
         inter = nodes[:, None] != nodes[None, :]
         a = float(base.latency_s[inter].min()) if inter.any() else 0.0
         floor = float(self.lows.min(axis=0).sum())
-        return self.K * self.B / (floor + (c + 1) * a) if floor + (c + 1) * a > 0 else math.inf
+        seqs = float(self.sequences(float(base.capacity_gb.sum())))
+        return seqs / (floor + (c + 1) * a) if floor + (c + 1) * a > 0 else math.inf
+
+
+def unit_rates(model: Any, cluster: Any, base: CostTables, tp: str, engine: Any = None) -> tuple[dict[int, float], np.ndarray]:
+    """Per device: its best decoder layers per second over the TP groups holding it (t-normalised),
+    and per device and layer the least cost of any unit holding it."""
+    from partitioner.costs.groups import candidate_groups, group_tables
+
+    rates: dict[int, float] = {}
+    lows = base.cost.copy()
+    if tp != "off":
+        groups = [g for g in candidate_groups(cluster, whole_nodes=tp == "node") if g.t > 1]
+        if groups:
+            gt = group_tables(model, cluster, groups, base, engine)
+            dec = [i for i, k in enumerate(gt.kinds) if k == "decoder"] or list(range(gt.L))
+            for gr, row, full in zip(groups, gt.cost[:, dec], gt.cost, strict=True):
+                for g in gr.members:
+                    rates[g] = max(rates.get(g, 0.0), float(1.0 / row.min()) / gr.t)
+                    lows[g] = np.minimum(lows[g], full)
+    return rates, lows
+
+
+def _need(t: CostTables) -> float:
+    return float(t.memory_gb.sum()) - (t.tied_gb if t.L > 1 else 0.0)
+
+
+def for_workload(model: Any, cluster: Any, base: CostTables, tp: str, engine: Any = None) -> ReplicaBound:
+    """The bound at the workload's batch B and in-flight count K (the tables `base`)."""
+    rates, lows = unit_rates(model, cluster, base, tp, engine)
+    return ReplicaBound(base, cluster, rates, lows, _need(base))
+
+
+def for_serve(model: Any, cluster: Any, tables_at: Any, batches: list[int], tp: str, engine: Any = None,
+              monotone: bool = False) -> ReplicaBound:
+    """The bound over every batch B of `batches` and every K (the serve objective): the fluid rate
+    the largest over B, the layer costs the least over B, and the sequences what the memory beyond
+    the weights (at the smallest B) holds. `monotone` (the roofline: τ(B) rises and τ(B)/B falls
+    with B, partitioner.serving.search "B") needs only the smallest and the largest B."""
+    grid = [batches[0], batches[-1]] if monotone and len(batches) > 1 else batches
+    first = tables_at(grid[0])
+    fr = np.zeros(first.G)
+    lows = np.full_like(first.cost, np.inf)
+    for B in grid:
+        t = tables_at(B)
+        rates, low = unit_rates(model.with_batch(B, 1), cluster, t, tp, engine)
+        b = ReplicaBound(t, cluster, rates, low, _need(t))
+        fr = np.maximum(fr, b.fr)
+        lows = np.minimum(lows, low)
+    weights = float(first.weight_gb.sum()) - first.tied_gb if first.weight_gb is not None else _need(first)
+    kv = (float(np.sum(first.kv_bytes_per_token)) * first.context / 1e9 if first.kv_bytes_per_token is not None
+          else 0.0)
+    return ReplicaBound(first, cluster, {}, lows, _need(first), fluid_rate=fr, seq_cap=(weights, kv))

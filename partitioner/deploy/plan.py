@@ -19,8 +19,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_notes
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
@@ -122,15 +120,17 @@ def plan_deployment(
     time_limit_s: float | None = None,
     progress: Callable[..., None] | None = None,
     engine: str | None = None,
+    tpot_ms: float | None = None,
+    ttft_ms: float | None = None,
+    max_batch: int | None = None,
 ) -> Any:
     """A Plan (replicas == 1) or a Deployment; module doc. `engine` (presets/engines.yaml)
     overrides the files' `engine:` in the cost model (its overheads), and one that takes a single
     TP degree for every stage (UNIFORM_TP_ENGINES) turns tp "auto" into "uniform"."""
     from partitioner import solvers
     from partitioner.costs import build_tables
-    from partitioner.costs.groups import candidate_groups, group_tables
     from partitioner.costs.tables import select_engine
-    from partitioner.deploy.bounds import ReplicaBound
+    from partitioner.deploy.bounds import for_workload
     from partitioner.deploy.groups import solve_groups, to_plan
     from partitioner.deploy.replicas import node_kinds, search_replicas
     from partitioner.models import load_cluster, load_model
@@ -147,7 +147,8 @@ def plan_deployment(
         head.append(f"{eng} takes one tensor-parallel degree for every stage: planned with uniform TP")
     sizes = _sizes(tp)
     order_ = order or str(getattr(cluster, "order", "free"))
-    if objective == "serve":  # the solvers' inner problem of the serve objective (serving.search)
+    serve = objective == "serve"
+    if serve:  # the solvers' inner problem of the serve objective (serving.search)
         objective = "throughput"
 
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
@@ -166,28 +167,27 @@ def plan_deployment(
         plan = to_plan(gp, cluster)
         return dataclasses.replace(plan, notes=(*head, *tp_notes(plan)))
 
-    if count == 1:
+    if serve:  # each replica its own batch and in-flight count (partitioner.deploy.serve)
+        from partitioner.deploy.serve import serve_inputs
+
+        serve_value, bound = serve_inputs(model, cluster, tp=tp, engine=engine, regime=regime, order=order_,
+                                          solver=solver, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
+                                          deadline=deadline)
+        if count == 1:
+            plan = serve_value(list(range(len(cluster.devices))))
+            return dataclasses.replace(plan, notes=(*head, *plan.notes))
+    elif count == 1:
         return value(list(range(len(cluster.devices))))
-    serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M,
-                                  engine=engine)
-    need = float(base.memory_gb.sum()) - (base.tied_gb if base.L > 1 else 0.0)
+    else:
+        serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M,
+                                      engine=engine)
+        bound = for_workload(model, cluster, base, tp, engine)
+    need = bound.need
 
     def fits(devices: list[int]) -> bool:
         return float(base.capacity_gb[devices].sum()) * (1 + 1e-9) >= need
 
-    rates: dict[int, float] = {}
-    lows = base.cost.copy()  # per device and layer: the least cost of any unit holding it
-    if sizes != (1,):
-        groups = [g for g in candidate_groups(cluster, whole_nodes=tp == "node") if g.t > 1]
-        if groups:
-            gt = group_tables(model, cluster, groups, base, engine)
-            dec = [i for i, k in enumerate(gt.kinds) if k == "decoder"] or list(range(gt.L))
-            for gr, row, full in zip(groups, gt.cost[:, dec], gt.cost, strict=True):
-                for g in gr.members:
-                    rates[g] = max(rates.get(g, 0.0), float(1.0 / row.min()) / gr.t)
-                    lows[g] = np.minimum(lows[g], full)
     nk = node_kinds(cluster)
-    bound = ReplicaBound(base, cluster, rates, lows, need)
     found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=bound, fluid=bound.fluid,
                             time_limit_s=time_limit_s, progress=progress, upper_of=getattr(serve_value, "upper", None))
     used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
