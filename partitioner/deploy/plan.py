@@ -133,6 +133,7 @@ def plan_deployment(
     from partitioner.deploy.bounds import for_workload
     from partitioner.deploy.groups import solve_groups, to_plan
     from partitioner.deploy.replicas import node_kinds, search_replicas
+    from partitioner.deploy.split import Bundle, NodeSplit
     from partitioner.models import load_cluster, load_model
 
     model = load_model(model) if not hasattr(model, "layers") else model
@@ -188,15 +189,18 @@ def plan_deployment(
         return float(base.capacity_gb[devices].sum()) * (1 + 1e-9) >= need
 
     nk = node_kinds(cluster)
-    found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=bound, fluid=bound.fluid,
-                            time_limit_s=time_limit_s, progress=progress, upper_of=getattr(serve_value, "upper", None))
-    used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
+    split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
+                      allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
+    found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
+                            time_limit_s=time_limit_s, progress=progress, upper_of=split.upper_of)
+    plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
+    used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)
-    notes = [*head, *(f"replica {r}: {n}" for r, p in enumerate(found.plans) for n in p.notes if n not in head)]
+    notes = [*head, *(f"replica {r}: {n}" for r, p in enumerate(plans) for n in p.notes if n not in head)]
     if found.stopped:
         notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
     return Deployment(
-        replicas=tuple(found.plans), unused=unused, optimal=found.optimal and all(p.optimal for p in found.plans),
+        replicas=tuple(plans), unused=unused, optimal=found.optimal and all(p.optimal for p in plans),
         upper_bound_tokens_per_s=found.upper_bound, wall_time_s=found.wall_time_s, subproblems=found.solved,
         stopped=found.stopped, notes=tuple(notes),
     )
