@@ -104,3 +104,41 @@ def test_tail_bound_by_hand() -> None:
     # with prices above the rates no replica of 3+ nodes has positive reduced cost
     assert _tail(N, 2, np.array([200.0, 200.0]), 0.0, np.array([100.0, 100.0]), lambda c: 5.0) < 0
     assert _tail(N, 4, np.zeros(2), 0.0, np.ones(2), lambda c: 1.0) == float("-inf")
+
+
+def test_moved_replicas_equal_replanned_ones() -> None:
+    """A later replica of the same count vector is the memoised plan moved onto its own nodes: the
+    same figures as planning it there again, on disjoint devices (interchangeable nodes)."""
+    from partitioner.deploy.replicas import _place, node_kinds
+
+    layers = [{"name": "layer", "repeat": 6, "cost": {"a100-40gb": 1.4e-3, "l4": 7e-3}, "memory_gb": 9.0,
+               "out_bytes": 262144, "kv_bytes_per_token": 4096}]
+    model = ModelSpec.model_validate({"name": "m", "layers": layers, "workload": {"batch": 8, "in_flight": 2}})
+    devices = [{"name": f"l{n}-{i}", "gpu": "l4", "node": f"l{n}"} for n in range(2) for i in range(2)]
+    devices += [{"name": f"a{n}", "gpu": "a100-40gb", "node": f"a{n}"} for n in range(2)]
+    cluster = ClusterSpec.model_validate({"devices": devices, "tp": [1, 2], "links": {
+        "intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}})
+    d = plan_deployment(model, cluster, replicas=2, tp="auto")
+    nk = node_kinds(cluster)
+    names = [x.name for x in cluster.devices]
+    used = [m for p in d.replicas for st in p.stages for m in (st.members or (st.device,))]
+    assert len(used) == len(set(used))
+    for p in d.replicas:  # every stage names a real device of the node it claims
+        for st in p.stages:
+            for m in st.members or (st.device,):
+                assert cluster.devices[names.index(m)].node == st.node
+
+    calls = []
+
+    def value(devices):  # type: ignore[no-untyped-def]
+        calls.append(devices)
+        return plan_deployment(model, cluster.model_copy(update={"devices": [cluster.devices[g] for g in devices]}),
+                               replicas=1, tp="off")
+
+    x = (1, 1)  # one L4 pair and one A100: two such replicas fit
+    first = value(nk.devices(x))
+    memo = {x: (first.serving.tokens_per_s, first)}
+    moved = _place(nk, [x, x], 1, memo, value, cluster)
+    again = _place(nk, [x, x], 1, memo, value)
+    assert moved.serving.tokens_per_s == pytest.approx(again.serving.tokens_per_s, rel=1e-12)
+    assert [st.device for st in moved.stages] == [st.device for st in again.stages]

@@ -136,7 +136,8 @@ def _tail(N: np.ndarray, c: int, pi: np.ndarray, mu: float, rates: np.ndarray, c
 
 def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int | None, bound: Any,
                    upper_of: Callable[[Any], float], time_limit_s: float | None = None,
-                   progress: Callable[..., None] | None = None, max_columns: int = MAX_COLUMNS) -> Any:
+                   progress: Callable[..., None] | None = None, max_columns: int = MAX_COLUMNS,
+                   cluster: Any = None) -> Any:
     """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replicas)."""
     from partitioner.deploy.replicas import ReplicaSearch, _place
 
@@ -223,7 +224,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
         raise InfeasibleError("no replica was solved before the search stopped" if stopped
                               else "no set of nodes can hold the model as one pipeline")
     ordered = sorted(chosen, key=lambda x: -memo[x][0])
-    plans = [_place(nk, ordered, k, memo, value) for k in range(len(ordered))]
+    plans = [_place(nk, ordered, k, memo, value, cluster) for k in range(len(ordered))]
     optimal = not stopped and best_bound <= total * (1 + 1e-9) and all(getattr(p, "optimal", False) for p in plans)
     return ReplicaSearch(vectors=ordered, plans=plans, total=total, optimal=optimal,
                          upper_bound=total if optimal else max(best_bound, total), solved=len(solved),

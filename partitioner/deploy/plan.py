@@ -191,8 +191,9 @@ def plan_deployment(
     nk = node_kinds(cluster)
     split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
                       allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
     found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
-                            time_limit_s=time_limit_s, progress=progress, upper_of=split.upper_of)
+                            time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster)
     plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)

@@ -120,6 +120,7 @@ def search_replicas(
     progress: Progress | None = None,
     max_vectors: int = MAX_VECTORS,
     upper_of: Callable[[Any], float] | None = None,
+    cluster: Any = None,
 ) -> ReplicaSearch:
     """The recursion of the module doc, evaluated lazily by branch and bound: v(x) is solved only
     when bound(x) + F(n - x) could beat the best so far, where bound(x) >= v(x) (cheap, no solve)
@@ -130,7 +131,7 @@ def search_replicas(
         from partitioner.deploy.columns import search_columns
 
         return search_columns(nk, value, replicas=replicas, bound=bound, upper_of=upper_of or (lambda p: math.inf),
-                              time_limit_s=time_limit_s, progress=progress)
+                              time_limit_s=time_limit_s, progress=progress, cluster=cluster)
     cap = _cap(N, max_vectors)
     exact = cap == N
     vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))
@@ -173,7 +174,7 @@ def search_replicas(
         raise InfeasibleError("no set of nodes can hold the model as one pipeline"
                               + (f" (search stopped: {stopped})" if stopped else ""))
     order = sorted(chosen, key=lambda x: -memo[x][0])
-    plans = [_place(nk, order, k, memo, value) for k in range(len(order))]
+    plans = [_place(nk, order, k, memo, value, cluster) for k in range(len(order))]
     optimal = exact and not stopped and all(getattr(p, "optimal", False) for p in plans)
     top = F(N, _r(N, replicas))[0]
     return ReplicaSearch(
@@ -294,11 +295,34 @@ def _cap(N: tuple[int, ...], max_vectors: int) -> tuple[int, ...]:
 
 
 def _place(nk: NodeKinds, chosen: list[tuple[int, ...]], k: int, memo: dict[tuple[int, ...], tuple[float, Any]],
-           value: Value) -> Any:
+           value: Value, cluster: Any = None) -> Any:
     """Replica k's plan on its own nodes: the memoised plan for the first replica, else the same
-    vector planned again on the nodes after those of earlier replicas (nodes of a kind are
-    interchangeable, so its value is the memoised one)."""
+    plan moved onto the nodes after those of earlier replicas (nodes of a kind are interchangeable:
+    same GPUs, memory, TP degrees and links, so its figures are the memoised ones); without the
+    cluster, planned again there."""
     offset = tuple(sum(chosen[j][i] for j in range(k)) for i in range(len(nk.counts)))
     if not any(offset):
         return memo[chosen[k]][1]
-    return value(nk.devices(chosen[k], offset))
+    if cluster is None:
+        return value(nk.devices(chosen[k], offset))
+    names: dict[str, str] = {}
+    nodes: dict[str, str] = {}
+    for kind, n in enumerate(chosen[k]):
+        for src, dst in zip(nk.kinds[kind][:n], nk.kinds[kind][offset[kind]:offset[kind] + n], strict=True):
+            nodes[cluster.devices[src[0]].node] = cluster.devices[dst[0]].node
+            names.update({cluster.devices[a].name: cluster.devices[b].name for a, b in zip(src, dst, strict=True)})
+    return _relabel(memo[chosen[k]][1], names, nodes)
+
+
+def _relabel(plan: Any, names: dict[str, str], nodes: dict[str, str]) -> Any:
+    """`plan` with its devices and nodes renamed (a Bundle: each of its plans)."""
+    import dataclasses
+
+    if hasattr(plan, "plans") and not hasattr(plan, "stages"):
+        return dataclasses.replace(plan, plans=tuple(_relabel(p, names, nodes) for p in plan.plans))
+    stages = tuple(dataclasses.replace(st, device="+".join(names.get(d, d) for d in st.device.split("+")),
+                                       node=nodes.get(st.node, st.node),
+                                       members=tuple(names.get(m, m) for m in st.members)) for st in plan.stages)
+    frontier = tuple({**f, "devices": ["+".join(names.get(d, d) for d in str(x).split("+")) for x in f["devices"]]}
+                     if "devices" in f else f for f in plan.frontier)
+    return dataclasses.replace(plan, stages=stages, frontier=frontier)
