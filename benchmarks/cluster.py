@@ -66,14 +66,36 @@ def _chains(helix: Path, name: str, which: str, cluster: dict) -> tuple[list, in
     return (layout_for_cluster(nodes, pipes, cluster) if pipes else []), len(unused)
 
 
+def _best_bk(model: ModelSpec, cluster: ClusterSpec, replicas: list, batches: list[int], max_k: int = 16) -> float:
+    """Each layout replica at its own best (B, K): the serve objective's choice for a fixed split
+    (KV of B·K sequences must fit on every stage; memory never broken)."""
+    total = 0.0
+    for rep in replicas:
+        best = 0.0
+        for B in batches:
+            for K in range(1, max_k + 1):
+                p = score_layout(model.with_batch(B, K), cluster, {"replicas": [{"stages": rep}]}).replicas[0]
+                s = p.serving
+                if not p.feasible or (s.max_sequences is not None and s.max_sequences < s.sequences):
+                    break  # more K holds more KV
+                best = max(best, s.tokens_per_s)
+                if s.decode_bound == "bottleneck":
+                    break  # P = K·w_max: more K adds TPOT, not tokens/s
+        total += best
+    return total
+
+
 def _row(label: str, tps: float | None, extra: str = "") -> None:
     value = f"{tps:10.1f}" if tps is not None else "         —"
     print(f"  {label:<34} {value} tok/s  {extra}")
 
 
 def run_helix(helix: Path, in_flight: int, time_limit: float) -> None:
+    from partitioner.api import _profile_batches
+
     model = ModelSpec.model_validate(profile_yaml(helix / "simulator" / "model_manager" / "llama2_70b",
                                                   batch=8, in_flight=in_flight, context=1024))
+    batches = _profile_batches(model) or [8]
     for name in ("cluster24", "cluster42"):
         cdict = cluster_yaml(helix / AE / INI[name], name)
         cluster = ClusterSpec.model_validate(cdict)
@@ -96,6 +118,15 @@ def run_helix(helix: Path, in_flight: int, time_limit: float) -> None:
             print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  {shape}")
         if dep.unused:
             print(f"      unused: {len(dep.unused)} GPUs")
+        t0 = time.perf_counter()
+        srv = plan_deployment(model, cluster, replicas="auto", tp=tp, objective="serve", time_limit_s=time_limit)
+        t3 = time.perf_counter() - t0
+        proof = "proven" if srv.optimal else f"gap {srv.gap:.1%} (bound {srv.upper_bound_tokens_per_s:.1f})"
+        _row(f"serve: own B, K ({len(srv.replicas)} replicas)", srv.tokens_per_s,
+             f"{t3:.2f} s, {srv.subproblems} replica solves, {proof}{', ' + srv.stopped if srv.stopped else ''}")
+        for r, p in enumerate(srv.replicas):
+            shape = " ".join(f"{st.gpu}[{st.start},{st.end})" for st in p.stages)
+            print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  B={p.serving.batch} K={p.serving.in_flight}  {shape}")
         sep, skipped = _separate(helix, name, cdict)
         layouts = [("Helix separate pipelines", sep, 0)]
         for why in skipped:
@@ -109,8 +140,9 @@ def run_helix(helix: Path, in_flight: int, time_limit: float) -> None:
                 continue
             scored = score_layout(model, cluster, {"replicas": [{"stages": r} for r in reps]})
             bad = [p.reason for p in scored.replicas if not p.feasible]
+            own = _best_bk(model, cluster, reps, batches)
             _row(label, scored.tokens_per_s, f"{len(reps)} pipelines" + (f", {left} nodes off-chain" if left else "")
-                 + (f", memory broken: {bad[0]}" if bad else ""))
+                 + (f", memory broken: {bad[0]}" if bad else "") + f"; own B, K: {own:.1f} tok/s")
 
 
 def run_synthetic(in_flight: int, time_limit: float) -> None:

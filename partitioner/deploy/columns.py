@@ -40,6 +40,7 @@ TOL = 1e-9
 CLOSE_ROUNDS = 40  # integer programs over the filtered columns (each followed by the solves it asks for)
 MAX_IP_COLUMNS = 50_000
 IP_SECONDS = 10.0
+RESERVE = 0.04  # of the time limit, kept for the last integer program and the replicas' placing
 
 
 def count_vectors(N: tuple[int, ...], c: int) -> np.ndarray:
@@ -184,7 +185,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
 
     try:
         while True:
-            if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+            if _late(start, time_limit_s, RESERVE):
                 stopped = "time_limit"
                 break
             got = lp.solve()
@@ -244,7 +245,7 @@ def _close(X: np.ndarray, u: np.ndarray, solved: dict[int, tuple[float, Any]], s
     pi, mu, p0, tail, r_max = last
     Xf = X.astype(float)
     for _ in range(CLOSE_ROUNDS):
-        if best_bound <= total * (1 + 1e-9) or _late(start, time_limit_s):
+        if best_bound <= total * (1 + 1e-9) or _late(start, time_limit_s, RESERVE):
             break
         red = u - Xf @ pi - mu
         top = max(0.0, float(red.max()))
@@ -274,11 +275,12 @@ def _close(X: np.ndarray, u: np.ndarray, solved: dict[int, tuple[float, Any]], s
         better, value = _integer(X, solved, N, replicas, start, time_limit_s)
         if value > total:
             chosen, total = better, value
-    return chosen, total, best_bound, "time_limit" if _late(start, time_limit_s) else ""
+    return chosen, total, best_bound, "time_limit" if _late(start, time_limit_s, RESERVE) else ""
 
 
-def _late(start: float, time_limit_s: float | None) -> bool:
-    return time_limit_s is not None and time.perf_counter() - start > time_limit_s
+def _late(start: float, time_limit_s: float | None, reserve: float = 0.0) -> bool:
+    """Past the time limit, less `reserve` of it kept for the final integer program and placing."""
+    return time_limit_s is not None and time.perf_counter() - start > time_limit_s * (1 - reserve)
 
 
 def _ip(X: np.ndarray, u: np.ndarray, N: tuple[int, ...], replicas: int | None, start: float,
@@ -328,7 +330,7 @@ def _integer(X: np.ndarray, solved: dict[int, tuple[float, Any]], N: tuple[int, 
     m.maximize(sum(round(t * scale) * y for (_, t), y in zip(cols, ys, strict=True)))
     sat = cp_model.CpSolver()
     sat.parameters.num_workers = 1
-    left = 10.0 if time_limit_s is None else max(1.0, time_limit_s - (time.perf_counter() - start))
+    left = 10.0 if time_limit_s is None else max(0.2, time_limit_s - (time.perf_counter() - start))
     sat.parameters.max_time_in_seconds = min(10.0, left)
     if sat.solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [], 0.0
