@@ -16,6 +16,7 @@ Targets: cluster24 < 10 s, cluster42 < 60 s, synthetic 256 GPUs < 60 s (one core
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import time
@@ -66,23 +67,22 @@ def _chains(helix: Path, name: str, which: str, cluster: dict) -> tuple[list, in
     return (layout_for_cluster(nodes, pipes, cluster) if pipes else []), len(unused)
 
 
-def _best_bk(model: ModelSpec, cluster: ClusterSpec, replicas: list, batches: list[int], max_k: int = 16) -> float:
-    """Each layout replica at its own best (B, K): the serve objective's choice for a fixed split
-    (KV of B·K sequences must fit on every stage; memory never broken)."""
-    total = 0.0
-    for rep in replicas:
-        best = 0.0
-        for B in batches:
-            for K in range(1, max_k + 1):
-                p = score_layout(model.with_batch(B, K), cluster, {"replicas": [{"stages": rep}]}).replicas[0]
-                s = p.serving
-                if not p.feasible or (s.max_sequences is not None and s.max_sequences < s.sequences):
-                    break  # more K holds more KV
-                best = max(best, s.tokens_per_s)
-                if s.decode_bound == "bottleneck":
-                    break  # P = K·w_max: more K adds TPOT, not tokens/s
-        total += best
-    return total
+def _best_bk(model: ModelSpec, cluster: ClusterSpec, replicas: list, batches: list[int]) -> float:
+    """Each layout replica at its own best (B, K), as the serve objective chooses for a fixed split:
+    per batch B its stages' τ, the round trip R and the sequences that fit (scored at K = 1), then
+    the best K <= max_sequences / B of K·B / max(K·τ_max, R) (async closed loop)."""
+    best = [0.0] * len(replicas)
+    for B in batches:
+        scored = score_layout(model.with_batch(B, 1), cluster, {"replicas": [{"stages": r} for r in replicas]})
+        for i, p in enumerate(scored.replicas):
+            s = p.serving
+            if not p.feasible or (s.max_sequences is not None and s.max_sequences < B):
+                continue
+            w, R = max(st.tau for st in p.stages), s.round_trip_s
+            k_max = (s.max_sequences // B) if s.max_sequences is not None else max(1, math.ceil(R / w))
+            k = min(k_max, max(1, math.ceil(R / w)))
+            best[i] = max(best[i], max(kk * B / max(kk * w, R) for kk in {k, max(1, k - 1)}))
+    return sum(best)
 
 
 def _row(label: str, tps: float | None, extra: str = "") -> None:

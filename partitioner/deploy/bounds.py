@@ -51,7 +51,8 @@ class ReplicaBound:
     """The bound of the module doc for the tables `base` (at the workload's B and K)."""
 
     def __init__(self, base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray, need: float, *,
-                 fluid_rate: np.ndarray | None = None, seq_cap: tuple[float, float] | None = None) -> None:
+                 fluid_rate: np.ndarray | None = None, seq_cap: tuple[float, float] | None = None,
+                 batch_floor: float = 0.0) -> None:
         """`fluid_rate` (tokens/s per device) and `seq_cap` (weights GB, KV GB per sequence) serve
         the (B, K) search: the bound over every B and K (see `for_serve`)."""
         dec = [i for i, k in enumerate(base.kinds) if k == "decoder"] or list(range(base.L))
@@ -62,7 +63,7 @@ class ReplicaBound:
         self.L_dec = len(dec)
         self.B, self.K = base.batch, base.in_flight
         self.fr = base.batch * r / self.L_dec if fluid_rate is None else fluid_rate
-        self.seq_cap = seq_cap
+        self.seq_cap, self.batch_floor = seq_cap, batch_floor
         self.cut_min = float(base.cut_bytes[:-1].min()) if base.L > 1 else 0.0
         self.m_min = float(base.memory_gb.min())
         self.per_layer = lows.min(axis=1)
@@ -111,6 +112,8 @@ class ReplicaBound:
         if math.isinf(rt_lb):
             return 0.0
         seqs = float(self.sequences(float(base.capacity_gb[devices].sum())))
+        if seqs < self.batch_floor:
+            return 0.0  # not even one micro-batch of the smallest batch fits
         return min(fluid, seqs / rt_lb) if rt_lb > 0 else fluid
 
     def fluid(self, devices: list[int]) -> float:
@@ -182,8 +185,9 @@ class ReplicaBound:
             take = np.nan_to_num(take, nan=0.0)
             fill = np.where(cum[:, -1] >= self.base.L * (1 - 1e-12), (take * self.f_cost).sum(axis=1), np.inf)
             rt = np.maximum(self.m_low[mask], fill) + s_min * a_min + (s_min - 1) * x_min
-            ub = np.where(rt > 0, np.minimum(fluid, self.sequences(X @ self.room) / rt), fluid)
-        return np.where(np.isinf(rt), 0.0, ub)
+            seqs = self.sequences(X @ self.room)
+            ub = np.where(rt > 0, np.minimum(fluid, seqs / rt), fluid)
+        return np.where(np.isinf(rt) | (seqs < self.batch_floor), 0.0, ub)
 
     def _nodes_needed(self, X: np.ndarray) -> np.ndarray:
         """Per row: the fewest of its nodes whose memory holds the model (largest rooms first)."""
@@ -235,23 +239,58 @@ def for_workload(model: Any, cluster: Any, base: CostTables, tp: str, engine: An
     return ReplicaBound(base, cluster, rates, lows, _need(base))
 
 
+class MaxBound:
+    """The largest of several bounds (one per range of batch sizes): the serve objective's."""
+
+    def __init__(self, parts: list[ReplicaBound]) -> None:
+        self.parts = parts
+        self.need = min(p.need for p in parts)
+        self.fr = np.max([p.fr for p in parts], axis=0)
+
+    def __call__(self, devices: list[int]) -> float:
+        return max(p(devices) for p in self.parts)
+
+    def fluid(self, devices: list[int]) -> float:
+        return float(self.fr[devices].sum())
+
+    def prepare(self, nk: Any) -> None:
+        for p in self.parts:
+            p.prepare(nk)
+        self.rates = np.max([p.rates for p in self.parts], axis=0)
+
+    def vectors(self, X: np.ndarray) -> np.ndarray:
+        return np.max([p.vectors(X) for p in self.parts], axis=0)
+
+    def tail(self, c: int) -> float:
+        return max(p.tail(c) for p in self.parts)
+
+
 def for_serve(model: Any, cluster: Any, tables_at: Any, batches: list[int], tp: str, engine: Any = None,
-              monotone: bool = False) -> ReplicaBound:
-    """The bound over every batch B of `batches` and every K (the serve objective): the fluid rate
-    the largest over B, the layer costs the least over B, and the sequences what the memory beyond
-    the weights (at the smallest B) holds. `monotone` (the roofline: τ(B) rises and τ(B)/B falls
-    with B, partitioner.serving.search "B") needs only the smallest and the largest B."""
-    grid = [batches[0], batches[-1]] if monotone and len(batches) > 1 else batches
-    first = tables_at(grid[0])
-    fr = np.zeros(first.G)
-    lows = np.full_like(first.cost, np.inf)
-    for B in grid:
-        t = tables_at(B)
-        rates, low = unit_rates(model.with_batch(B, 1), cluster, t, tp, engine)
-        b = ReplicaBound(t, cluster, rates, low, _need(t))
-        fr = np.maximum(fr, b.fr)
-        lows = np.minimum(lows, low)
+              monotone: bool = False) -> MaxBound:
+    """The bound over every batch B of `batches` and every K (the serve objective). The batches
+    are cut into octaves [2^i, 2^(i+1)); over an octave, the fluid rate is the largest of its batches', the
+    layer costs the least, and the range counts only when its smallest B fits as one micro-batch;
+    the sequences are what the memory beyond the weights (at the smallest B) holds; the bound is
+    the largest over octaves. `monotone` (the roofline: τ(B) rises and τ(B)/B falls with B,
+    partitioner.serving.search "B") needs only each octave's end batches."""
+    octaves: dict[int, list[int]] = {}
+    for B in batches:
+        octaves.setdefault(int(math.log2(B)), []).append(B)
+    chunks = list(octaves.values())
+    first = tables_at(batches[0])
     weights = float(first.weight_gb.sum()) - first.tied_gb if first.weight_gb is not None else _need(first)
     kv = (float(np.sum(first.kv_bytes_per_token)) * first.context / 1e9 if first.kv_bytes_per_token is not None
           else 0.0)
-    return ReplicaBound(first, cluster, {}, lows, _need(first), fluid_rate=fr, seq_cap=(weights, kv))
+    parts = []
+    for chunk in chunks:
+        grid = [chunk[0], chunk[-1]] if monotone and len(chunk) > 1 else chunk
+        fr = np.zeros(first.G)
+        lows = np.full_like(first.cost, np.inf)
+        for B in grid:
+            t = tables_at(int(B))
+            rates, low = unit_rates(model.with_batch(int(B), 1), cluster, t, tp, engine)
+            fr = np.maximum(fr, ReplicaBound(t, cluster, rates, low, _need(t)).fr)
+            lows = np.minimum(lows, low)
+        parts.append(ReplicaBound(first, cluster, {}, lows, _need(first), fluid_rate=fr, seq_cap=(weights, kv),
+                                  batch_floor=float(chunk[0]) if kv > 0 else 0.0))
+    return MaxBound(parts)
