@@ -3,7 +3,9 @@
 Each replica is a set of whole nodes planned as one pipeline exactly as `partition plan` plans
 one (over TP groups where they are enabled, partitioner.deploy.groups) and valued by its
 closed-loop decode tokens/s (partitioner.serving: K·B/P at the workload's batch B and K in
-flight). Replicas get disjoint nodes; nodes may stay unused.
+flight, or its own B and K under the serve objective, partitioner.deploy.serve). Replicas get
+disjoint nodes; nodes may stay unused; a lone machine may hold several replicas
+(partitioner.deploy.split).
 
 Exactness: nodes of one kind (same GPUs with the same usable memory, same allowed TP degrees)
 are interchangeable when links are uniform (no `pairs:` in cluster.yaml), so a replica is a
@@ -14,16 +16,12 @@ x), and the best deployment of n nodes is the exact recursion
 
 (any number of replicas for `auto`, exactly r for a fixed count; unused nodes allowed). With
 `pairs:` every node is its own kind. The recursion is evaluated lazily by branch and bound
-with a cheap bound per vector (no solve), valid because tokens/s = K·B/P and P >= K·τ_max,
-P >= the round trip:
-
-    v(x) <= min(B / τ_lb, K·B / R_lb),  τ_lb = L_dec / Σ_g r_g,  R_lb = Σ_l min_g c[g][l] + S_min·α_min
-
-(r_g: a GPU's best decoder-layer rate, t-normalised over its groups; S_min stages are needed by
-memory, each link and the return at least the least latency). Vectors whose memory cannot
-hold the model are skipped. Beyond MAX_VECTORS vectors, or when the time limit passes or
-Ctrl-C is pressed, the best deployment of the replicas solved so far is returned with the
-same recursion over the bounds as its upper bound, so the gap is stated.
+with a cheap bound per vector (no solve, partitioner.deploy.bounds: tokens/s = K·B/P with
+P >= K·τ_max and P >= the round trip). Vectors whose memory cannot hold the model are skipped.
+When the time limit passes or Ctrl-C is pressed, the best deployment of the replicas solved so
+far is returned with the same recursion over the bounds as its upper bound, so the gap is
+stated. Beyond MAX_STATES states the search is column generation with an LP bound
+(partitioner.deploy.columns); beyond MAX_MASK_KINDS kinds a greedy one under the fluid bound.
 """
 
 from __future__ import annotations
