@@ -13,7 +13,7 @@ from test_replicas_exact import _instance
 import partitioner.deploy.replicas as rep
 from partitioner.deploy.columns import _count, _tail, count_vectors
 from partitioner.deploy.plan import plan_deployment
-from partitioner.errors import PartitionerError
+from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.models.cluster import ClusterSpec
 from partitioner.models.llm import ModelSpec
 
@@ -142,3 +142,35 @@ def test_moved_replicas_equal_replanned_ones() -> None:
     again = _place(nk, [x, x], 1, memo, value)
     assert moved.serving.tokens_per_s == pytest.approx(again.serving.tokens_per_s, rel=1e-12)
     assert [st.device for st in moved.stages] == [st.device for st in again.stages]
+
+
+def test_columns_ctrl_c_and_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Column mode: Ctrl-C during a replica solve, or the time limit, returns the best deployment of
+    the replicas solved so far, not proven, with an upper bound no smaller than the exact optimum."""
+    import partitioner.deploy.plan as plan_mod
+
+    model, cluster = _instance(5)
+    exact = plan_deployment(model, cluster, replicas="auto", tp="off")
+    monkeypatch.setattr(rep, "MAX_STATES", 1)
+    real = plan_mod.replica_planner
+    calls = {"n": 0}
+
+    def interrupting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        inner = real(*args, **kwargs)
+
+        def planner(devices):  # type: ignore[no-untyped-def]
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise KeyboardInterrupt
+            return inner(devices)
+
+        planner.upper = inner.upper  # type: ignore[attr-defined]
+        return planner
+
+    monkeypatch.setattr(plan_mod, "replica_planner", interrupting)
+    d = plan_deployment(model, cluster, replicas="auto", tp="off")
+    assert d.stopped == "interrupted" and not d.optimal
+    assert 0 < d.tokens_per_s <= exact.tokens_per_s * (1 + 1e-9) <= d.upper_bound_tokens_per_s * (1 + 1e-9)
+    monkeypatch.setattr(plan_mod, "replica_planner", real)
+    with pytest.raises(InfeasibleError):
+        plan_deployment(model, cluster, replicas="auto", tp="off", time_limit_s=1e-9)
