@@ -11,7 +11,8 @@ cheap bound (partitioner.deploy.bounds); both are capped by monotonicity (a plan
 a plan on any y >= x, so v(x) <= v(y) <= u(y)). The LP relaxation over u is solved by column
 generation (GLOP): price every column against the duals, add those with positive reduced cost;
 when none is left, solve the unsolved columns the LP uses and repeat until the LP uses solved
-columns only. With any duals π >= 0 (μ for the count) every deployment obeys
+columns only. A column is first solved quickly where the replica planner offers it (its
+least-period split alone, bounded by K·w*), and solved fully when the LP still uses it. With any duals π >= 0 (μ for the count) every deployment obeys
 
     Σ_r v(x_r) <= π·N + μ·r + R_max · max(0, max_x (u(x) − π·x − μ))
 
@@ -138,7 +139,8 @@ def _tail(N: np.ndarray, c: int, pi: np.ndarray, mu: float, rates: np.ndarray, c
 def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int | None, bound: Any,
                    upper_of: Callable[[Any], float], time_limit_s: float | None = None,
                    progress: Callable[..., None] | None = None, max_columns: int = MAX_COLUMNS,
-                   cluster: Any = None) -> Any:
+                   cluster: Any = None, quick: Callable[[list[int]], Any] | None = None,
+                   complete: Callable[[Any], bool] | None = None) -> Any:
     """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replicas)."""
     from partitioner.deploy.replicas import ReplicaSearch, _place
 
@@ -165,10 +167,17 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
     best_bound, stopped = math.inf, ""
     last: tuple[np.ndarray, float, float, float, int] | None = None
 
+    refine: set[int] = set()  # columns solved quickly that a full solve may still improve
+
     def solve(i: int) -> None:
         x = tuple(int(a) for a in X[i])
+        first = quick is not None and i not in solved
         try:
-            plan = value(nk.devices(x))
+            plan = (quick if first and quick is not None else value)(nk.devices(x))
+            if first and complete is not None and not complete(plan):
+                refine.add(i)
+            else:
+                refine.discard(i)
             tps = float(plan.serving.tokens_per_s) if plan.feasible and plan.serving is not None else 0.0
             up = max(tps, min(float(u[i]), upper_of(plan)))
         except InfeasibleError:
@@ -204,7 +213,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                 for i in fresh:
                     lp.add(i, X[i], u[i])
                 continue
-            todo = [i for i, yi in y.items() if yi > 1e-9 and i not in solved]
+            todo = [i for i, yi in y.items() if yi > 1e-9 and (i not in solved or i in refine)]
             if not todo:
                 last = (pi, mu, float(Nv @ pi) + mu * (replicas or 0), tail, r_max)
                 break
@@ -216,7 +225,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
     if not stopped and chosen and last is not None:
         try:
             chosen, total, best_bound, stopped = _close(X, u, solved, solve, last, N, replicas, chosen, total,
-                                                        best_bound, start, time_limit_s)
+                                                        best_bound, start, time_limit_s, refine)
         except KeyboardInterrupt:
             stopped = "interrupted"
     if not chosen:
@@ -235,7 +244,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
 def _close(X: np.ndarray, u: np.ndarray, solved: dict[int, tuple[float, Any]], solve: Callable[[int], None],
            last: tuple[np.ndarray, float, float, float, int], N: tuple[int, ...], replicas: int | None,
            chosen: list[tuple[int, ...]], total: float, best_bound: float, start: float,
-           time_limit_s: float | None) -> tuple[list[tuple[int, ...]], float, float, str]:
+           time_limit_s: float | None, refine: set[int]) -> tuple[list[tuple[int, ...]], float, float, str]:
     """Close the LP gap by reduced-cost filtering: with the final duals (π, μ) and P0 = π·N + μ·r,
     a deployment holding column j is worth at most P0 + red_j + (R_max − 1)·max(0, max red), so
     one that beats the incumbent uses only columns with red_j above total − P0 − (R_max − 1)·max red
@@ -261,7 +270,7 @@ def _close(X: np.ndarray, u: np.ndarray, solved: dict[int, tuple[float, Any]], s
         ys, ip_bound, proven = res
         best_bound = min(best_bound, max(total, ip_bound))
         used = {int(cand[j]): y for j, y in enumerate(ys) if y > 0}
-        new = [i for i in used if i not in solved]
+        new = [i for i in used if i not in solved or i in refine]
         if not new:
             value = math.fsum(solved[i][0] * y for i, y in used.items())
             if value > total:

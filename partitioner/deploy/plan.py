@@ -75,14 +75,16 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
         return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
 
     uppers: dict[int, float] = {}
+    partial: set[int] = set()
 
-    def planner(devices: list[int]) -> Any:
+    def planner(devices: list[int], quick: bool = False) -> Any:
+        """`quick`: the least-period split alone (one solve), its bound K·w* only."""
         cands = [run("throughput", max(1, K), devices)]
         plans = [to_plan(cands[0], cluster)]
         w_lb = cands[0].lower_bound
         bound = K * w_lb
         d_ret = _d_ret_lb(cands[0].problem.tables) if len(devices) > 1 else 0.0
-        for m in (1, K + 1):
+        for m in () if quick else (1, K + 1):
             if min(period(p) for p in plans) <= bound * (1 + 1e-9) + 1e-15:
                 break
             try:
@@ -100,9 +102,13 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
         plan = to_plan(gp, cluster)
         plan = dataclasses.replace(plan, optimal=proven, notes=tuple(tp_notes(plan)))
         uppers[id(plan)] = K * base.batch / bound if bound > 0 else math.inf
+        if quick and not proven:
+            partial.add(id(plan))
         return plan
 
     planner.upper = lambda plan: uppers.get(id(plan), math.inf)  # type: ignore[attr-defined]
+    planner.quick = lambda devices: planner(devices, quick=True)  # type: ignore[attr-defined]
+    planner.complete = lambda plan: id(plan) not in partial  # type: ignore[attr-defined]
     return planner
 
 
@@ -193,7 +199,8 @@ def plan_deployment(
                       allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
     left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
     found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
-                            time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster)
+                            time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
+                            quick=split.quick, complete=split.complete)
     plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)

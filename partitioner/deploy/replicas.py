@@ -119,6 +119,8 @@ def search_replicas(
     max_vectors: int = MAX_VECTORS,
     upper_of: Callable[[Any], float] | None = None,
     cluster: Any = None,
+    quick: Callable[[list[int]], Any] | None = None,
+    complete: Callable[[Any], bool] | None = None,
 ) -> ReplicaSearch:
     """The recursion of the module doc, evaluated lazily by branch and bound: v(x) is solved only
     when bound(x) + F(n - x) could beat the best so far, where bound(x) >= v(x) (cheap, no solve)
@@ -129,7 +131,8 @@ def search_replicas(
         from partitioner.deploy.columns import search_columns
 
         return search_columns(nk, value, replicas=replicas, bound=bound, upper_of=upper_of or (lambda p: math.inf),
-                              time_limit_s=time_limit_s, progress=progress, cluster=cluster)
+                              time_limit_s=time_limit_s, progress=progress, cluster=cluster, quick=quick,
+                              complete=complete)
     cap = _cap(N, max_vectors)
     exact = cap == N
     vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))

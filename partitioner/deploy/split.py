@@ -174,6 +174,17 @@ class NodeSplit:
         self.pack_upper[k] = max(up, W[counts][0])
         self.pack_exact[k] = W[counts][0] >= up * (1 - 1e-9)
 
+    def quick(self, devices: list[int]) -> Any:
+        """A cheaper first plan where the inner planner has one (its `quick`), else `value`."""
+        k = self.node_kind.get(tuple(sorted(devices)))
+        inner_quick = getattr(self.inner, "quick", None)
+        return inner_quick(devices) if k not in self.subs and inner_quick is not None else self.value(devices)
+
+    def complete(self, plan: Any) -> bool:
+        """False for a quick plan that a full solve might still improve."""
+        done = getattr(self.inner, "complete", None)
+        return True if done is None or isinstance(plan, Bundle) else bool(done(plan))
+
     def upper_of(self, plan: Any) -> float:
         if id(plan) in self.uppers:
             return self.uppers[id(plan)]
