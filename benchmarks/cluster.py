@@ -16,6 +16,7 @@ Targets: cluster24 < 10 s, cluster42 < 60 s, synthetic 256 GPUs < 60 s (one core
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import time
@@ -66,14 +67,35 @@ def _chains(helix: Path, name: str, which: str, cluster: dict) -> tuple[list, in
     return (layout_for_cluster(nodes, pipes, cluster) if pipes else []), len(unused)
 
 
+def _best_bk(model: ModelSpec, cluster: ClusterSpec, replicas: list, batches: list[int]) -> float:
+    """Each layout replica at its own best (B, K), as the serve objective chooses for a fixed split:
+    per batch B its stages' τ, the round trip R and the sequences that fit (scored at K = 1), then
+    the best K <= max_sequences / B of K·B / max(K·τ_max, R) (async closed loop)."""
+    best = [0.0] * len(replicas)
+    for B in batches:
+        scored = score_layout(model.with_batch(B, 1), cluster, {"replicas": [{"stages": r} for r in replicas]})
+        for i, p in enumerate(scored.replicas):
+            s = p.serving
+            if not p.feasible or (s.max_sequences is not None and s.max_sequences < B):
+                continue
+            w, R = max(st.tau for st in p.stages), s.round_trip_s
+            k_max = (s.max_sequences // B) if s.max_sequences is not None else max(1, math.ceil(R / w))
+            k = min(k_max, max(1, math.ceil(R / w)))
+            best[i] = max(best[i], max(kk * B / max(kk * w, R) for kk in {k, max(1, k - 1)}))
+    return sum(best)
+
+
 def _row(label: str, tps: float | None, extra: str = "") -> None:
     value = f"{tps:10.1f}" if tps is not None else "         —"
     print(f"  {label:<34} {value} tok/s  {extra}")
 
 
 def run_helix(helix: Path, in_flight: int, time_limit: float) -> None:
+    from partitioner.api import _profile_batches
+
     model = ModelSpec.model_validate(profile_yaml(helix / "simulator" / "model_manager" / "llama2_70b",
                                                   batch=8, in_flight=in_flight, context=1024))
+    batches = _profile_batches(model) or [8]
     for name in ("cluster24", "cluster42"):
         cdict = cluster_yaml(helix / AE / INI[name], name)
         cluster = ClusterSpec.model_validate(cdict)
@@ -96,6 +118,15 @@ def run_helix(helix: Path, in_flight: int, time_limit: float) -> None:
             print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  {shape}")
         if dep.unused:
             print(f"      unused: {len(dep.unused)} GPUs")
+        t0 = time.perf_counter()
+        srv = plan_deployment(model, cluster, replicas="auto", tp=tp, objective="serve", time_limit_s=time_limit)
+        t3 = time.perf_counter() - t0
+        proof = "proven" if srv.optimal else f"gap {srv.gap:.1%} (bound {srv.upper_bound_tokens_per_s:.1f})"
+        _row(f"serve: own B, K ({len(srv.replicas)} replicas)", srv.tokens_per_s,
+             f"{t3:.2f} s, {srv.subproblems} replica solves, {proof}{', ' + srv.stopped if srv.stopped else ''}")
+        for r, p in enumerate(srv.replicas):
+            shape = " ".join(f"{st.gpu}[{st.start},{st.end})" for st in p.stages)
+            print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  B={p.serving.batch} K={p.serving.in_flight}  {shape}")
         sep, skipped = _separate(helix, name, cdict)
         layouts = [("Helix separate pipelines", sep, 0)]
         for why in skipped:
@@ -109,8 +140,9 @@ def run_helix(helix: Path, in_flight: int, time_limit: float) -> None:
                 continue
             scored = score_layout(model, cluster, {"replicas": [{"stages": r} for r in reps]})
             bad = [p.reason for p in scored.replicas if not p.feasible]
+            own = _best_bk(model, cluster, reps, batches)
             _row(label, scored.tokens_per_s, f"{len(reps)} pipelines" + (f", {left} nodes off-chain" if left else "")
-                 + (f", memory broken: {bad[0]}" if bad else ""))
+                 + (f", memory broken: {bad[0]}" if bad else "") + f"; own B, K: {own:.1f} tok/s")
 
 
 def run_synthetic(in_flight: int, time_limit: float) -> None:

@@ -112,7 +112,8 @@ def plan(
     decode tokens/s under `tpot_ms`, `ttft_ms` and `max_batch` (`serve_plan`).
     `replicas` ("auto" or N > 1) and `tp` ("auto", "uniform", "node"; default: "auto" when
     cluster.yaml has `tp:`, else "off") plan TP groups and several pipelines
-    (partitioner.deploy.plan); with replicas != 1 the result is a `Deployment`.
+    (partitioner.deploy.plan); with replicas != 1 the result is a `Deployment`. With
+    `objective="serve"` every replica chooses its own batch and in-flight count under the limits.
     Raises `ConfigError` for bad files, `InfeasibleError` when nothing fits, and
     `InputError` for bad arguments; all are `PartitionerError`s.
     """
@@ -121,7 +122,8 @@ def plan(
         from partitioner.deploy.plan import plan_deployment
 
         return plan_deployment(model, cluster, replicas=replicas, tp=tp, M=M, regime=regime, objective=objective,
-                               solver=solver, order=order, time_limit_s=time_limit_s)
+                               solver=solver, order=order, time_limit_s=time_limit_s, engine=engine,
+                               tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch)
     if objective == "serve":
         result = serve_plan(model, cluster, regime=regime, solver=solver, order=order, time_limit_s=time_limit_s,
                             tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine)

@@ -200,13 +200,15 @@ def test_replica_split_for_serving_against_brute_force(seed: int) -> None:
 
 
 def test_greedy_mode_beyond_the_state_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Too many node kinds: a greedy deployment, disjoint, not proven, under the fluid bound, and
-    never better than the exact recursion."""
+    """Too many node kinds for the recursion and for column generation (more than MAX_MASK_KINDS):
+    a greedy deployment, disjoint, not proven, under the fluid bound, and never better than the
+    exact recursion."""
     import partitioner.deploy.replicas as rep
 
     model, cluster = _instance(5)
     exact = plan_deployment(model, cluster, replicas="auto", tp="off")
     monkeypatch.setattr(rep, "MAX_STATES", 1)
+    monkeypatch.setattr(rep, "MAX_MASK_KINDS", 0)
     d = plan_deployment(model, cluster, replicas="auto", tp="off")
     assert not d.optimal and d.stopped == "greedy"
     assert d.tokens_per_s <= exact.tokens_per_s * (1 + 1e-9)

@@ -18,7 +18,8 @@ __all__ = ["run_deploy", "render_deployment"]
 
 def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: str, tp: str | None, M: int,
                regime: str, objective: str, solver: str, order: str | None, time_limit: float | None,
-               as_json: bool, out: str | None, export: str | None = None) -> None:
+               as_json: bool, out: str | None, export: str | None = None, engine: str | None = None,
+               tpot_ms: float | None = None, ttft_ms: float | None = None, max_batch: int | None = None) -> None:
     """Plan the loaded `model` on `cluster` (read from the files `inputs`), print (table or JSON)
     and optionally write the result."""
     from partitioner.deploy.plan import parse_replicas, plan_deployment
@@ -27,7 +28,8 @@ def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: s
     with _progress(enabled=count != 1) as progress:
         result = plan_deployment(model, cluster, replicas=count, tp=tp, M=M, regime=regime,
                                  objective=objective, solver=solver, order=order, time_limit_s=time_limit,
-                                 progress=progress)
+                                 progress=progress, engine=engine, tpot_ms=tpot_ms, ttft_ms=ttft_ms,
+                                 max_batch=max_batch)
     result = _with_metadata(result, model, cluster)  # model id, workload, hosts: what the exports read
     if out:
         from partitioner.cli._output import safe_write
@@ -77,14 +79,16 @@ class _progress:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.bar = Progress(TextColumn("replicas"), BarColumn(), TextColumn("{task.completed}/{task.total} solves"),
-                            TextColumn("best replica {task.fields[best]}"), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=True)
+        self.bar = Progress(TextColumn("replicas"), BarColumn(), TextColumn("{task.completed} solves"),
+                            TextColumn("best replica {task.fields[best]}"), TextColumn("{task.fields[bound]}"),
+                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
         self.bar.start()
-        self.task = self.bar.add_task("search", total=None, best="—")
+        self.task = self.bar.add_task("search", total=None, best="—", bound="")
 
-        def update(done: int, total: int, best: float) -> None:
-            self.bar.update(self.task, completed=done, total=total, best=f"{best:.4g} tok/s")
+        def update(done: int, total: int | None, best: float, bound: float | None = None) -> None:
+            """(replicas solved, vectors to solve or None, best replica tokens/s, deployment bound)."""
+            text = f"bound {bound:.4g} tok/s" if bound is not None and bound < float("inf") else ""
+            self.bar.update(self.task, completed=done, total=total, best=f"{best:.4g} tok/s", bound=text)
 
         return update
 

@@ -83,21 +83,23 @@ def plan(
 
     model, cluster = load_inputs(model_file, cluster_file)
     time_limit = _time_left(time_limit, started)
+    engine = engine or (export if export in LAUNCH_TARGETS else None)  # an engine target also sets --engine
     if wants_deployment(replicas, tp, cluster):
-        tp = _engine_tp(tp, engine or (export if export in LAUNCH_TARGETS else None), cluster)
+        tp = _engine_tp(tp, engine, cluster)
     if wants_deployment(replicas, tp, cluster):  # (one pipeline with --tp off: the engine-order path below)
         from partitioner.cli._deploy import run_deploy
 
+        _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
         return run_deploy(model, cluster, inputs=(model_file, cluster_file), replicas=replicas, tp=tp, M=M,
                           regime=regime, objective=objective, solver=solver, order=order, time_limit=time_limit,
-                          as_json=as_json, out=out, export=export)
+                          as_json=as_json, out=out, export=export, engine=engine,
+                          tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch)
 
     _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
     if out:  # refuse an unwritable --out before solving, not after
         from partitioner.cli._output import check_writable
 
         check_writable(out, inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
-    engine = engine or (export if export in LAUNCH_TARGETS else None)
     if objective == "serve":
         from partitioner.api import serve_plan
 

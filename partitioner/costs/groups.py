@@ -24,7 +24,7 @@ import numpy as np
 
 from partitioner.costs import roofline, tp
 from partitioner.costs.roofline import Hardware, Shape, Work
-from partitioner.costs.tables import _entry_cost, build_tables
+from partitioner.costs.tables import _entry_cost, build_tables, select_engine
 from partitioner.problem import CostTables
 
 __all__ = ["Group", "node_configurations", "candidate_groups", "disjoint", "group_tables"]
@@ -138,7 +138,7 @@ def _ring_link(cluster: Any, members: tuple[int, ...]) -> tuple[float, float]:
     return max(x.latency_ms for x in links) / 1e3, min(x.bandwidth_gb_s for x in links) * 1e9
 
 
-def _roofline_rows(model: Any, cluster: Any, groups: list[Group], work: Work) -> np.ndarray:
+def _roofline_rows(model: Any, cluster: Any, groups: list[Group], work: Work, engine: Any = None) -> np.ndarray:
     s = Shape.of(model.arch)
     kinds = ["embed"] + ["decoder"] * s.L + ["head"]
     flops = [roofline.embed_flops(s, work)] + [roofline.layer_flops(s, work)] * s.L + [roofline.head_flops(s, work)]
@@ -147,9 +147,12 @@ def _roofline_rows(model: Any, cluster: Any, groups: list[Group], work: Work) ->
     logits = work.B * s.V * work.b_a
     rows = []
     for gr in groups:
-        hws = [Hardware.of(cluster.devices[g].spec) for g in gr.members]
+        hws = [Hardware.of(cluster.devices[g].spec, 8.0 * work.b_w, engine) for g in gr.members]
         alpha, beta = _ring_link(cluster, gr.members) if gr.t > 1 else (0.0, np.inf)
-        rows.append([tp.tp_layer_s(k, f, b, hws, act_bytes=act, logits_bytes=logits, alpha_s=alpha, beta_Bps=beta) for k, f, b in zip(kinds, flops, nbytes, strict=True)])
+        row = [tp.tp_layer_s(k, f, b, hws, act_bytes=act, logits_bytes=logits, alpha_s=alpha, beta_Bps=beta)
+               for k, f, b in zip(kinds, flops, nbytes, strict=True)]
+        row[-1] += max(hw.t_token for hw in hws)  # the engine's per-token cost, on the LM head (tables.py)
+        rows.append(row)
     return np.array(rows, dtype=float)
 
 
@@ -193,9 +196,11 @@ def group_label(cluster: Any, gr: Group) -> tuple[str, str]:
     return "+".join(d.name for d in devs), gpu
 
 
-def group_tables(model: Any, cluster: Any, groups: list[Group], base: CostTables | None = None) -> CostTables:
-    """CostTables whose rows are `groups` (module doc); `base` is build_tables(model, cluster)."""
-    base = build_tables(model, cluster) if base is None else base
+def group_tables(model: Any, cluster: Any, groups: list[Group], base: CostTables | None = None,
+                 engine: Any = None) -> CostTables:
+    """CostTables whose rows are `groups` (module doc); `base` is build_tables(model, cluster, engine)
+    (its links carry the engine's per-hop cost; `engine` also enters the roofline rows as there)."""
+    base = build_tables(model, cluster, engine) if base is None else base
     if model.is_profile:
         wl = model.workload
         cost = _profile_rows(model, cluster, base, groups, field="cost", x=wl.batch, single=base.cost, cut=base.cut_bytes)
@@ -205,10 +210,12 @@ def group_tables(model: Any, cluster: Any, groups: list[Group], base: CostTables
                                     single=base.prefill_cost, cut=base.prefill_cut_bytes)
     else:
         w = Work.of(model.workload)
-        cost = _roofline_rows(model, cluster, groups, w)
+        eng = select_engine(model, cluster, engine)
+        cost = _roofline_rows(model, cluster, groups, w, eng)
         prefill = None
         if base.prefill_cost is not None:
-            prefill = _roofline_rows(model, cluster, groups, dataclasses.replace(w, phase="prefill", B=1, in_flight=1))
+            prefill = _roofline_rows(model, cluster, groups, dataclasses.replace(w, phase="prefill", B=1, in_flight=1),
+                                     eng)
     first = [gr.members[0] for gr in groups]
     labels = [group_label(cluster, gr) for gr in groups]
     return dataclasses.replace(

@@ -1,7 +1,10 @@
 """Cluster-scale plans: tensor-parallel groups inside nodes and several pipelines (replicas).
 
 `groups` (one pipeline over disjoint TP groups, exact above the solvers), `replicas` (disjoint
-pipelines maximising the sum of their serving tokens/s), `deployment` (the `Deployment`
+pipelines maximising the sum of their serving tokens/s: the exact recursion over node-kind count
+vectors), `columns` (the same beyond its states: column generation with a proven LP bound),
+`bounds` (a replica's tokens/s bounded without solving it), `split` (several replicas inside one
+machine), `serve` (each replica's own batch and in-flight count), `deployment` (the `Deployment`
 container of weighted plans), `layout` (scoring a given multi-replica layout).
 """
 

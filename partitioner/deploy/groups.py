@@ -109,14 +109,15 @@ def _combos(per: list[list[tuple[Group, ...]]], kinds: list[Any], uniform: bool)
 def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], Problem], solve: Solve, *,
                  devices: list[int] | None = None, uniform_tp: bool = False, base: CostTables | None = None,
                  sizes: tuple[int, ...] | None = None, max_configs: int = MAX_CONFIGS,
-                 whole_nodes: bool = False) -> GroupPlan:
+                 whole_nodes: bool = False, engine: Any = None) -> GroupPlan:
     """The best plan over disjoint TP groups of `devices` (default all), of the cluster's TP
-    degrees (or only `sizes`: (1,) plans single GPUs as before); module doc."""
+    degrees (or only `sizes`: (1,) plans single GPUs as before); module doc. `engine` costs the
+    groups as `base` was built (build_tables(model, cluster, engine))."""
     devices = list(range(len(cluster.devices))) if devices is None else devices
     if whole_nodes:  # one row per node, disjoint by construction: one exact solve
-        base = _base(model, cluster, base)
+        base = _base(model, cluster, base, engine)
         cands = candidate_groups(cluster, devices, whole_nodes=True)
-        problem = make_problem(group_tables(model, cluster, cands, base))
+        problem = make_problem(group_tables(model, cluster, cands, base, engine))
         sol = solve(problem)
         return GroupPlan(problem, sol, tuple(cands), sol.optimal, sol.lower_bound, 1)
     if uniform_tp:
@@ -127,7 +128,7 @@ def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
         for t in degrees:
             try:
                 found.append(_solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=(t,), base=base,
-                                          max_configs=max_configs))
+                                          max_configs=max_configs, engine=engine))
             except InfeasibleError:
                 continue  # no plan with every stage at degree t
         best: GroupPlan | None = None
@@ -139,22 +140,22 @@ def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
                                        lower_bound=min(gp.lower_bound for gp in found),
                                        subproblems=sum(gp.subproblems for gp in found))
         if best is None:
-            raise InfeasibleError(explain_infeasible(_base(model, cluster, base)))
+            raise InfeasibleError(explain_infeasible(_base(model, cluster, base, engine)))
         return best
     return _solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=sizes, base=base,
-                        max_configs=max_configs)
+                        max_configs=max_configs, engine=engine)
 
 
-def _base(model: Any, cluster: Any, base: CostTables | None) -> CostTables:
+def _base(model: Any, cluster: Any, base: CostTables | None, engine: Any = None) -> CostTables:
     from partitioner.costs import build_tables
 
-    return build_tables(model, cluster) if base is None else base
+    return build_tables(model, cluster, engine) if base is None else base
 
 
 def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], Problem], solve: Solve, *,
                  devices: list[int], sizes: tuple[int, ...] | None, base: CostTables | None,
-                 max_configs: int) -> GroupPlan:
-    base = _base(model, cluster, base)
+                 max_configs: int, engine: Any = None) -> GroupPlan:
+    base = _base(model, cluster, base, engine)
     cands = candidate_groups(cluster, devices, sizes=sizes)
     if not cands:
         raise InfeasibleError(f"no group of size {sizes} fits these devices")
@@ -163,7 +164,7 @@ def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
         problem = make_problem(select_rows(base, rows))
         sol = solve(problem)
         return GroupPlan(problem, sol, tuple(cands), sol.optimal, sol.lower_bound, 1)
-    full = group_tables(model, cluster, cands, base)
+    full = group_tables(model, cluster, cands, base, engine)
     index = {g: r for r, g in enumerate(cands)}
     relaxed = make_problem(full)
     rsol = solve(relaxed)

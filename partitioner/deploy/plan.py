@@ -19,11 +19,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from partitioner.deploy.deployment import Deployment, tp_notes
+from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_notes
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
+from partitioner.serving.search import _d_ret_lb
 
 __all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
 
@@ -52,70 +51,16 @@ def _sizes(tp: str) -> tuple[int, ...] | None:
     return (1,) if tp == "off" else None  # "node" is handled by whole_nodes
 
 
-def _replica_bound(base: CostTables, cluster: Any, rates: dict[int, float], lows: np.ndarray,
-                   need: float) -> tuple[Callable[[list[int]], float], Callable[[list[int]], float]]:
-    """bound(devices) >= the tokens/s of any pipeline on them: min(B/τ_lb, K·B/R_lb) with
-    τ_lb = L_dec / Σ r_g (replicas.py) and R_lb = Σ_l min_g low[g][l] + S_min·α_min + (S_min - 1)·b_min/β_max
-    the least round trip (S_min stages by memory; S_min - 1 links each at least the least latency
-    plus the least cut over the fastest link, and d_ret at least the least latency)."""
-    dec = [i for i, k in enumerate(base.kinds) if k == "decoder"] or list(range(base.L))
-    r = 1.0 / base.cost[:, dec].min(axis=1)
-    for g, rg in rates.items():
-        r[g] = max(r[g], rg)
-    B, K = base.batch, base.in_flight
-    cut_min = float(base.cut_bytes[:-1].min()) if base.L > 1 else 0.0
-
-    m_min = float(base.memory_gb.min())
-    per_layer = lows.min(axis=1)
-
-    def _fill(devices: list[int]) -> float:
-        """Σ τ >= the cheapest fractional filling of the L layers into the devices, device g
-        holding at most C_g / m_min layers at its least per-layer cost (a group's layers split
-        over its members the same way: its memory t·min C <= Σ C_m)."""
-        left, total = float(base.L), 0.0
-        for g in sorted(devices, key=lambda g: per_layer[g]):
-            take = min(left, float(base.capacity_gb[g]) / m_min if m_min > 0 else left)
-            total += take * float(per_layer[g])
-            left -= take
-            if left <= 0:
-                return total
-        return math.inf  # the devices cannot hold the model
-
-    def bound(devices: list[int]) -> float:
-        tau_lb = len(dec) / float(r[devices].sum())
-        room: dict[str, float] = {}
-        for g in devices:
-            node = cluster.devices[g].node
-            room[node] = room.get(node, 0.0) + float(base.capacity_gb[g])
-        s_min = max(1, math.ceil(need / max(room.values()) - 1e-9))
-        ix = np.ix_(devices, devices)
-        off = ~np.eye(len(devices), dtype=bool)
-        a_min, x_min = 0.0, 0.0
-        if s_min > 1 and off.any():
-            a_min = float(base.latency_s[ix][off].min())
-            with np.errstate(divide="ignore"):
-                per_byte = np.where(np.isinf(base.bandwidth_Bps[ix]), 0.0, 1.0 / base.bandwidth_Bps[ix])
-            x_min = float(per_byte[off].min()) * cut_min
-        rt_lb = max(float(lows[devices].min(axis=0).sum()), _fill(devices)) + s_min * a_min + (s_min - 1) * x_min
-        if math.isinf(rt_lb):
-            return 0.0
-        return min(B / tau_lb, K * B / rt_lb) if rt_lb > 0 else B / tau_lb
-
-    def fluid(devices: list[int]) -> float:
-        """B / τ_lb alone: additive over disjoint replicas, so a bound for a whole deployment."""
-        return float(B * r[devices].sum() / len(dec))
-
-    return bound, fluid
-
-
 def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callable[[CostTables], Problem],
-                    solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int) -> Callable[[list[int]], Any]:
+                    solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int,
+                    engine: str | None = None) -> Callable[[list[int]], Any]:
     """devices -> the replica's Plan for serving (tokens/s = K·B/P, P = max(K·w, R)):
 
     the exact least-period split over groups ("throughput" at M = K: least w, then least R among
     those); when its P is K·w* it is optimal (no split has P < K·w*). Otherwise also the exact
-    least-round-trip split ("makespan" at M = 1, least Στ + Σd) and the better of the two; it is
-    proven when its P meets max(K·w*, T*(1)), a bound below every split's P.
+    "makespan" splits at M = 1 (least Στ + Σd) and at M = K + 1, the best of them; each bounds
+    P* >= K·(T*(m) + d_ret_lb)/(K + m − 1) (the Lagrangian bound of partitioner.serving.search,
+    "Exactness"), and the plan is proven when its P meets the largest bound.
     """
     from partitioner.deploy.groups import solve_groups, to_plan
 
@@ -124,23 +69,30 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
     def run(obj: str, m: int, devices: list[int]) -> Any:
         return solve_groups(model, cluster, lambda t: dataclasses.replace(make(t), objective=obj, M=m), solve,  # type: ignore[arg-type]
                             devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes,
-                            whole_nodes=tp == "node")
+                            whole_nodes=tp == "node", engine=engine)
 
     def period(plan: Any) -> float:
         return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
 
-    def planner(devices: list[int]) -> Any:
+    uppers: dict[int, float] = {}
+    partial: set[int] = set()
+
+    def planner(devices: list[int], quick: bool = False) -> Any:
+        """`quick`: the least-period split alone (one solve), its bound K·w* only."""
         cands = [run("throughput", max(1, K), devices)]
         plans = [to_plan(cands[0], cluster)]
         w_lb = cands[0].lower_bound
         bound = K * w_lb
-        if period(plans[0]) > bound * (1 + 1e-9) + 1e-15:
+        d_ret = _d_ret_lb(cands[0].problem.tables) if len(devices) > 1 else 0.0
+        for m in () if quick else (1, K + 1):
+            if min(period(p) for p in plans) <= bound * (1 + 1e-9) + 1e-15:
+                break
             try:
-                cands.append(run("makespan", 1, devices))
-                plans.append(to_plan(cands[1], cluster))
-                bound = max(bound, cands[1].lower_bound)
+                cands.append(run("makespan", m, devices))
             except InfeasibleError:
-                pass
+                break
+            plans.append(to_plan(cands[-1], cluster))
+            bound = max(bound, K * (cands[-1].lower_bound + d_ret) / (K + m - 1))
         best = min(range(len(plans)), key=lambda i: period(plans[i]))
         proven = all(gp.proven for gp in cands) and period(plans[best]) <= bound * (1 + 1e-9) + 1e-15
         gp = cands[best]
@@ -148,8 +100,15 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
         key = objective_key(problem, evaluate(problem, gp.solution.devices, gp.solution.cuts))
         gp = dataclasses.replace(gp, problem=problem, solution=dataclasses.replace(gp.solution, objective=key))
         plan = to_plan(gp, cluster)
-        return dataclasses.replace(plan, optimal=proven, notes=tuple(tp_notes(plan)))
+        plan = dataclasses.replace(plan, optimal=proven, notes=tuple(tp_notes(plan)))
+        uppers[id(plan)] = K * base.batch / bound if bound > 0 else math.inf
+        if quick and not proven:
+            partial.add(id(plan))
+        return plan
 
+    planner.upper = lambda plan: uppers.get(id(plan), math.inf)  # type: ignore[attr-defined]
+    planner.quick = lambda devices: planner(devices, quick=True)  # type: ignore[attr-defined]
+    planner.complete = lambda plan: id(plan) not in partial  # type: ignore[attr-defined]
     return planner
 
 
@@ -165,24 +124,38 @@ def plan_deployment(
     solver: str = "auto",
     order: str | None = None,
     time_limit_s: float | None = None,
-    progress: Callable[[int, int, float], None] | None = None,
+    progress: Callable[..., None] | None = None,
+    engine: str | None = None,
+    tpot_ms: float | None = None,
+    ttft_ms: float | None = None,
+    max_batch: int | None = None,
 ) -> Any:
-    """A Plan (replicas == 1) or a Deployment; module doc."""
+    """A Plan (replicas == 1) or a Deployment; module doc. `engine` (presets/engines.yaml)
+    overrides the files' `engine:` in the cost model (its overheads), and one that takes a single
+    TP degree for every stage (UNIFORM_TP_ENGINES) turns tp "auto" into "uniform"."""
     from partitioner import solvers
     from partitioner.costs import build_tables
-    from partitioner.costs.groups import candidate_groups, group_tables
+    from partitioner.costs.tables import select_engine
+    from partitioner.deploy.bounds import for_workload
     from partitioner.deploy.groups import solve_groups, to_plan
     from partitioner.deploy.replicas import node_kinds, search_replicas
+    from partitioner.deploy.split import Bundle, NodeSplit
     from partitioner.models import load_cluster, load_model
 
     model = load_model(model) if not hasattr(model, "layers") else model
     cluster = load_cluster(cluster) if not hasattr(cluster, "devices") else cluster
     count = parse_replicas(replicas) if replicas is not None else None
     tp = tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
+    base = build_tables(model, cluster, engine=engine)
+    eng = select_engine(model, cluster, engine).id
+    head: list[str] = []
+    if tp == "auto" and eng in UNIFORM_TP_ENGINES:
+        tp = "uniform"
+        head.append(f"{eng} takes one tensor-parallel degree for every stage: planned with uniform TP")
     sizes = _sizes(tp)
-    base = build_tables(model, cluster)
     order_ = order or str(getattr(cluster, "order", "free"))
-    if objective == "serve":  # the solvers' inner problem of the serve objective (serving.search)
+    serve = objective == "serve"
+    if serve:  # the solvers' inner problem of the serve objective (serving.search)
         objective = "throughput"
 
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
@@ -197,40 +170,45 @@ def plan_deployment(
 
     def value(devices: list[int]) -> Any:
         gp = solve_groups(model, cluster, make, solve, devices=devices, uniform_tp=tp == "uniform", base=base,
-                          sizes=sizes, whole_nodes=tp == "node")
+                          sizes=sizes, whole_nodes=tp == "node", engine=engine)
         plan = to_plan(gp, cluster)
-        return dataclasses.replace(plan, notes=tuple(tp_notes(plan)))
+        return dataclasses.replace(plan, notes=(*head, *tp_notes(plan)))
 
-    if count == 1:
+    if serve:  # each replica its own batch and in-flight count (partitioner.deploy.serve)
+        from partitioner.deploy.serve import serve_inputs
+
+        serve_value, bound = serve_inputs(model, cluster, tp=tp, engine=engine, regime=regime, order=order_,
+                                          solver=solver, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
+                                          deadline=deadline)
+        if count == 1:
+            plan = serve_value(list(range(len(cluster.devices))))
+            return dataclasses.replace(plan, notes=(*head, *plan.notes))
+    elif count == 1:
         return value(list(range(len(cluster.devices))))
-    serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M)
-    need = float(base.memory_gb.sum()) - (base.tied_gb if base.L > 1 else 0.0)
+    else:
+        serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M,
+                                      engine=engine)
+        bound = for_workload(model, cluster, base, tp, engine)
+    need = bound.need
 
     def fits(devices: list[int]) -> bool:
         return float(base.capacity_gb[devices].sum()) * (1 + 1e-9) >= need
 
-    rates: dict[int, float] = {}
-    lows = base.cost.copy()  # per device and layer: the least cost of any unit holding it
-    if sizes != (1,):
-        groups = [g for g in candidate_groups(cluster, whole_nodes=tp == "node") if g.t > 1]
-        if groups:
-            gt = group_tables(model, cluster, groups, base)
-            dec = [i for i, k in enumerate(gt.kinds) if k == "decoder"] or list(range(gt.L))
-            for gr, row, full in zip(groups, gt.cost[:, dec], gt.cost, strict=True):
-                for g in gr.members:
-                    rates[g] = max(rates.get(g, 0.0), float(1.0 / row.min()) / gr.t)
-                    lows[g] = np.minimum(lows[g], full)
     nk = node_kinds(cluster)
-    bound, fluid = _replica_bound(base, cluster, rates, lows, need)
-    found = search_replicas(nk, serve_value, replicas=count, fits=fits, bound=bound, fluid=fluid,
-                            time_limit_s=time_limit_s, progress=progress)
-    used = {name for p in found.plans for st in p.stages for name in (st.members or (st.device,))}
+    split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
+                      allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
+    found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
+                            time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
+                            quick=split.quick, complete=split.complete)
+    plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
+    used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)
-    notes = [f"replica {r}: {n}" for r, p in enumerate(found.plans) for n in p.notes]
+    notes = [*head, *(f"replica {r}: {n}" for r, p in enumerate(plans) for n in p.notes if n not in head)]
     if found.stopped:
         notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
     return Deployment(
-        replicas=tuple(found.plans), unused=unused, optimal=found.optimal and all(p.optimal for p in found.plans),
+        replicas=tuple(plans), unused=unused, optimal=found.optimal and all(p.optimal for p in plans),
         upper_bound_tokens_per_s=found.upper_bound, wall_time_s=found.wall_time_s, subproblems=found.solved,
         stopped=found.stopped, notes=tuple(notes),
     )

@@ -3,7 +3,9 @@
 Each replica is a set of whole nodes planned as one pipeline exactly as `partition plan` plans
 one (over TP groups where they are enabled, partitioner.deploy.groups) and valued by its
 closed-loop decode tokens/s (partitioner.serving: K·B/P at the workload's batch B and K in
-flight). Replicas get disjoint nodes; nodes may stay unused.
+flight, or its own B and K under the serve objective, partitioner.deploy.serve). Replicas get
+disjoint nodes; nodes may stay unused; a lone machine may hold several replicas
+(partitioner.deploy.split).
 
 Exactness: nodes of one kind (same GPUs with the same usable memory, same allowed TP degrees)
 are interchangeable when links are uniform (no `pairs:` in cluster.yaml), so a replica is a
@@ -14,16 +16,12 @@ x), and the best deployment of n nodes is the exact recursion
 
 (any number of replicas for `auto`, exactly r for a fixed count; unused nodes allowed). With
 `pairs:` every node is its own kind. The recursion is evaluated lazily by branch and bound
-with a cheap bound per vector (no solve), valid because tokens/s = K·B/P and P >= K·τ_max,
-P >= the round trip:
-
-    v(x) <= min(B / τ_lb, K·B / R_lb),  τ_lb = L_dec / Σ_g r_g,  R_lb = Σ_l min_g c[g][l] + S_min·α_min
-
-(r_g: a GPU's best decoder-layer rate, t-normalised over its groups; S_min stages are needed by
-memory, each link and the return at least the least latency). Vectors whose memory cannot
-hold the model are skipped. Beyond MAX_VECTORS vectors, or when the time limit passes or
-Ctrl-C is pressed, the best deployment of the replicas solved so far is returned with the
-same recursion over the bounds as its upper bound, so the gap is stated.
+with a cheap bound per vector (no solve, partitioner.deploy.bounds: tokens/s = K·B/P with
+P >= K·τ_max and P >= the round trip). Vectors whose memory cannot hold the model are skipped.
+When the time limit passes or Ctrl-C is pressed, the best deployment of the replicas solved so
+far is returned with the same recursion over the bounds as its upper bound, so the gap is
+stated. Beyond MAX_STATES states the search is column generation with an LP bound
+(partitioner.deploy.columns); beyond MAX_MASK_KINDS kinds a greedy one under the fluid bound.
 """
 
 from __future__ import annotations
@@ -37,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from partitioner.deploy.bounds import MAX_MASK_KINDS
 from partitioner.errors import InfeasibleError, InputError
 
 __all__ = ["NodeKinds", "node_kinds", "ReplicaSearch", "search_replicas", "MAX_VECTORS"]
@@ -118,12 +117,22 @@ def search_replicas(
     time_limit_s: float | None = None,
     progress: Progress | None = None,
     max_vectors: int = MAX_VECTORS,
+    upper_of: Callable[[Any], float] | None = None,
+    cluster: Any = None,
+    quick: Callable[[list[int]], Any] | None = None,
+    complete: Callable[[Any], bool] | None = None,
 ) -> ReplicaSearch:
     """The recursion of the module doc, evaluated lazily by branch and bound: v(x) is solved only
     when bound(x) + F(n - x) could beat the best so far, where bound(x) >= v(x) (cheap, no solve)
     and F is the same recursion over the bounds. Exact whenever it runs to the end."""
     start = time.perf_counter()
     N = nk.counts
+    if math.prod(n + 1 for n in N) > MAX_STATES and hasattr(bound, "vectors") and len(N) <= MAX_MASK_KINDS:
+        from partitioner.deploy.columns import search_columns
+
+        return search_columns(nk, value, replicas=replicas, bound=bound, upper_of=upper_of or (lambda p: math.inf),
+                              time_limit_s=time_limit_s, progress=progress, cluster=cluster, quick=quick,
+                              complete=complete)
     cap = _cap(N, max_vectors)
     exact = cap == N
     vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))
@@ -166,7 +175,7 @@ def search_replicas(
         raise InfeasibleError("no set of nodes can hold the model as one pipeline"
                               + (f" (search stopped: {stopped})" if stopped else ""))
     order = sorted(chosen, key=lambda x: -memo[x][0])
-    plans = [_place(nk, order, k, memo, value) for k in range(len(order))]
+    plans = [_place(nk, order, k, memo, value, cluster) for k in range(len(order))]
     optimal = exact and not stopped and all(getattr(p, "optimal", False) for p in plans)
     top = F(N, _r(N, replicas))[0]
     return ReplicaSearch(
@@ -287,11 +296,34 @@ def _cap(N: tuple[int, ...], max_vectors: int) -> tuple[int, ...]:
 
 
 def _place(nk: NodeKinds, chosen: list[tuple[int, ...]], k: int, memo: dict[tuple[int, ...], tuple[float, Any]],
-           value: Value) -> Any:
+           value: Value, cluster: Any = None) -> Any:
     """Replica k's plan on its own nodes: the memoised plan for the first replica, else the same
-    vector planned again on the nodes after those of earlier replicas (nodes of a kind are
-    interchangeable, so its value is the memoised one)."""
+    plan moved onto the nodes after those of earlier replicas (nodes of a kind are interchangeable:
+    same GPUs, memory, TP degrees and links, so its figures are the memoised ones); without the
+    cluster, planned again there."""
     offset = tuple(sum(chosen[j][i] for j in range(k)) for i in range(len(nk.counts)))
     if not any(offset):
         return memo[chosen[k]][1]
-    return value(nk.devices(chosen[k], offset))
+    if cluster is None:
+        return value(nk.devices(chosen[k], offset))
+    names: dict[str, str] = {}
+    nodes: dict[str, str] = {}
+    for kind, n in enumerate(chosen[k]):
+        for src, dst in zip(nk.kinds[kind][:n], nk.kinds[kind][offset[kind]:offset[kind] + n], strict=True):
+            nodes[cluster.devices[src[0]].node] = cluster.devices[dst[0]].node
+            names.update({cluster.devices[a].name: cluster.devices[b].name for a, b in zip(src, dst, strict=True)})
+    return _relabel(memo[chosen[k]][1], names, nodes)
+
+
+def _relabel(plan: Any, names: dict[str, str], nodes: dict[str, str]) -> Any:
+    """`plan` with its devices and nodes renamed (a Bundle: each of its plans)."""
+    import dataclasses
+
+    if hasattr(plan, "plans") and not hasattr(plan, "stages"):
+        return dataclasses.replace(plan, plans=tuple(_relabel(p, names, nodes) for p in plan.plans))
+    stages = tuple(dataclasses.replace(st, device="+".join(names.get(d, d) for d in st.device.split("+")),
+                                       node=nodes.get(st.node, st.node),
+                                       members=tuple(names.get(m, m) for m in st.members)) for st in plan.stages)
+    frontier = tuple({**f, "devices": ["+".join(names.get(d, d) for d in str(x).split("+")) for x in f["devices"]]}
+                     if "devices" in f else f for f in plan.frontier)
+    return dataclasses.replace(plan, stages=stages, frontier=frontier)

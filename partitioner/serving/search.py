@@ -139,7 +139,10 @@ class _Search:
         from partitioner import solvers
 
         for name in solvers.BASELINES:
-            sol = solvers.solve(p.problem, name)
+            try:
+                sol = solvers.solve(p.problem, name)
+            except PartitionerError:
+                continue  # this baseline cannot split the model over these devices (e.g. fewer layers)
             self.solves += 1
             if sol.feasible:
                 self.candidate(p, p.problem, sol)

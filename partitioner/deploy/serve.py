@@ -1,0 +1,153 @@
+"""Replicas under `--objective serve`: each replica picks its own batch B and in-flight count K.
+
+A replica on devices D is planned exactly as `partition plan --objective serve` plans one pipeline
+(partitioner.serving.search: the split, B and K with the most decode tokens/s under the KV cache,
+the TPOT/TTFT limits and max_batch), over the units of D: its GPUs (tp "off"), its whole machines
+as TP groups ("node"), or TP groups of one degree t, the best over t ("uniform"). For "auto" the
+search runs over every candidate group of D (the relaxation of partitioner.deploy.groups: its
+bound holds for every disjoint plan); when its best plan uses overlapping groups, the best
+uniform-degree plan is taken instead and is not proven. Tables are built once per batch for the
+whole cluster and restricted to each replica's rows.
+
+The replica's value is its best tokens/s and its upper bound the search's (tokens/s no split at
+any searched (B, K) beats; infinite when the search was cut short), which the replica search
+(partitioner.deploy.replicas / columns) uses in its own bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from partitioner.costs.groups import Group, candidate_groups, disjoint, group_tables
+from partitioner.deploy.deployment import tp_notes
+from partitioner.deploy.groups import GroupPlan, select_rows, to_plan
+from partitioner.errors import InfeasibleError
+from partitioner.problem import CostTables
+
+__all__ = ["ServeUnits", "serve_planner"]
+
+
+class ServeUnits:
+    """The cluster's units (rows) of one TP mode and their tables at each batch B, cached."""
+
+    def __init__(self, model: Any, cluster: Any, tp: str, engine: str | None, sizes: tuple[int, ...] | None = None) -> None:
+        from partitioner.costs import build_tables
+
+        self.model, self.cluster, self.engine = model, cluster, engine
+        self._build = build_tables
+        if tp == "off" or sizes == (1,):
+            self.groups = [Group((g,), d.node) for g, d in enumerate(cluster.devices)]
+        elif tp == "node":
+            self.groups = candidate_groups(cluster, whole_nodes=True)
+        else:
+            self.groups = candidate_groups(cluster, sizes=sizes)
+        self.single = all(gr.t == 1 for gr in self.groups)
+        self.cache: dict[int, tuple[CostTables, CostTables]] = {}
+
+    def tables(self, B: int) -> tuple[CostTables, CostTables]:
+        """(device tables, unit tables) at batch B, in flight 1."""
+        if B not in self.cache:
+            m = self.model.with_batch(B, 1)
+            base = self._build(m, self.cluster, engine=self.engine)
+            units = base if self.single else group_tables(m, self.cluster, self.groups, base, self.engine)
+            self.cache[B] = (base, units)
+        return self.cache[B]
+
+    def rows(self, devices: list[int]) -> list[int]:
+        on = set(devices)
+        return [r for r, gr in enumerate(self.groups) if on.issuperset(gr.members)]
+
+
+def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
+                  limits: Any, batches: list[int] | None, deadline: float | None) -> Callable[[list[int]], Any]:
+    """devices -> the replica's serve Plan (module doc); `.upper(plan)` its tokens/s upper bound."""
+    from partitioner.serving.search import search
+
+    relaxation = ServeUnits(model, cluster, tp, engine) if tp == "auto" else None
+    if tp in ("auto", "uniform"):
+        degrees = sorted({s for d in cluster.devices for s in cluster.tp_sizes(d.node)})
+        modes = [ServeUnits(model, cluster, "uniform", engine, sizes=(t,)) for t in degrees]
+    else:
+        modes = [ServeUnits(model, cluster, tp, engine)]
+    uppers: dict[int, float] = {}
+
+    def run(units: ServeUnits, devices: list[int]) -> tuple[Any, tuple[Group, ...], bool] | None:
+        """The serve search over `units` inside `devices`: (result, rows' groups, plan disjoint)."""
+        rows = units.rows(devices)
+        if not rows:
+            return None
+        left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        try:
+            res = search(lambda B: select_rows(units.tables(B)[1], rows), batches, regime=regime, order=order,
+                         solver=solver, limits=limits, time_limit_s=left)
+        except InfeasibleError:
+            return None
+        groups = tuple(units.groups[r] for r in rows)
+        return res, groups, disjoint([groups[r] for r in res.best.solution.devices])
+
+    def planner(devices: list[int]) -> Any:
+        found: list[tuple[Any, tuple[Group, ...], bool]] = []
+        upper = 0.0
+        if relaxation is not None:  # tp auto: its bound holds for every disjoint plan of any degrees
+            got = run(relaxation, devices)
+            if got is not None:
+                upper = got[0].upper_bound
+                if got[2]:
+                    found.append(got)
+        if not found:
+            for units in modes:
+                got = run(units, devices)
+                if got is None:
+                    continue
+                if relaxation is None:
+                    upper = max(upper, got[0].upper_bound)
+                if got[2]:
+                    found.append(got)
+        if not found:
+            raise InfeasibleError("no batch, in-flight count and split of these devices serves the model")
+        res, groups, _ = max(found, key=lambda f: f[0].best.serving.tokens_per_s)
+        best = res.best
+        tps = best.serving.tokens_per_s
+        upper = max(upper, tps)
+        gp = GroupPlan(best.problem, best.solution, groups, False, best.solution.lower_bound, res.solves)
+        plan = to_plan(gp, cluster)
+        plan = dataclasses.replace(plan, objective="serve", serving=best.serving,
+                                   optimal=bool(upper <= tps * (1 + 1e-9)),
+                                   frontier=tuple(p.to_dict() for p in res.frontier), notes=tuple(tp_notes(plan)))
+        uppers[id(plan)] = upper if math.isfinite(upper) else math.inf
+        return plan
+
+    planner.upper = lambda plan: uppers.get(id(plan), math.inf)  # type: ignore[attr-defined]
+    return planner
+
+
+def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
+                 tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None,
+                 deadline: float | None) -> tuple[Callable[[list[int]], Any], Any]:
+    """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
+    from partitioner.api import _positive, _profile_batches
+    from partitioner.costs import build_tables
+    from partitioner.deploy.bounds import for_serve
+    from partitioner.errors import InputError
+    from partitioner.serving.search import MAX_BATCH, Limits, batch_grid
+
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
+        raise InputError(f"max_batch must be an integer >= 1 (got {max_batch!r})")
+    tpot, ttft = _positive("tpot_ms", tpot_ms), _positive("ttft_ms", ttft_ms)
+    limits = Limits(None if tpot is None else tpot / 1e3, None if ttft is None else ttft / 1e3, max_batch)
+    batches = _profile_batches(model)
+    if batches == []:
+        raise InputError(f"{model.name}: the batch tables of its layers cover no common batch size")
+    planner = serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order, solver=solver,
+                            limits=limits, batches=batches, deadline=deadline)
+    cap = min(max_batch or MAX_BATCH, MAX_BATCH)
+    grid = [b for b in (batch_grid(cap) if batches is None else batches) if b <= cap]
+    if not grid:
+        raise InputError(f"no batch size to search: the batches {batches} are all above max_batch {cap}")
+    bound = for_serve(model, cluster, lambda B: build_tables(model.with_batch(B, 1), cluster, engine=engine), grid,
+                      tp, engine, monotone=batches is None)
+    return planner, bound

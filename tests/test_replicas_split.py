@@ -1,0 +1,91 @@
+"""Several replicas inside one machine (partitioner.deploy.split): on a one-node cluster every
+partition of its GPUs into disjoint pipelines (unused GPUs allowed) is searched, so the plan
+agrees with a seeded brute force over all device partitions; with whole-node replicas as well."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from test_replicas_exact import _set_partitions
+
+from partitioner.deploy.plan import plan_deployment
+from partitioner.errors import InfeasibleError
+from partitioner.models.cluster import ClusterSpec
+from partitioner.models.llm import ModelSpec
+
+
+def _instance(seed: int, nodes: int = 1) -> tuple[ModelSpec, ClusterSpec]:
+    rng = random.Random(seed)
+    kinds = rng.sample(["a100-40gb", "l4", "t4"], rng.choice([2, 3]))
+    base = {"a100-40gb": 1.4e-3, "l4": 7.0e-3, "t4": 7.5e-3}
+    layers = [{"name": "layer", "repeat": rng.randint(4, 6), "cost": {k: base[k] * rng.uniform(0.6, 1.4) for k in base},
+               "memory_gb": rng.uniform(3, 9), "out_bytes": 262144, "kv_bytes_per_token": 4096}]
+    model = ModelSpec.model_validate({"name": "rand", "layers": layers,
+                                      "workload": {"batch": 8, "in_flight": rng.choice([1, 2, 4]), "context": 1024}})
+    devices = []
+    for n in range(nodes):
+        devices += [{"name": f"m{n}g{i}", "gpu": rng.choice(kinds), "node": f"m{n}"}
+                    for i in range(rng.randint(4, 6) if n == 0 else rng.randint(1, 2))]
+    links = {"intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}
+    return model, ClusterSpec.model_validate({"devices": devices, "links": links, "tp": [1]})
+
+
+def _brute(model: ModelSpec, cluster: ClusterSpec, replicas: int | None, parts_ok=lambda part: True) -> float:  # type: ignore[no-untyped-def]
+    from partitioner import solvers
+    from partitioner.costs import build_tables
+    from partitioner.deploy.plan import replica_planner
+    from partitioner.problem import Problem
+
+    planner = replica_planner(model, cluster, base=build_tables(model, cluster), make=lambda t: Problem(t, M=8),
+                              solve=lambda p: solvers.solve(p, "auto"), tp="off", sizes=(1,), M=8)
+    value: dict[frozenset[int], float] = {}
+
+    def v(devs: list[int]) -> float:
+        key = frozenset(devs)
+        if key not in value:
+            try:
+                value[key] = planner(sorted(devs)).serving.tokens_per_s
+            except InfeasibleError:
+                value[key] = 0.0
+        return value[key]
+
+    best = 0.0 if replicas is None else -math.inf
+    for part in _set_partitions(list(range(len(cluster.devices)))):
+        if (replicas is not None and len(part) != replicas) or not all(parts_ok(p) for p in part):
+            continue
+        vals = [v(p) for p in part]
+        if all(x > 0 for x in vals):
+            best = max(best, sum(vals))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_machine_split_agrees_with_brute_force(seed: int) -> None:
+    model, cluster = _instance(seed)
+    want = _brute(model, cluster, None)
+    d = plan_deployment(model, cluster, replicas="auto", tp="off")
+    assert d.tokens_per_s == pytest.approx(want, rel=1e-9)
+    assert d.upper_bound_tokens_per_s >= want * (1 - 1e-9)
+    used = [st.device for p in d.replicas for st in p.stages]
+    assert len(used) == len(set(used))
+    assert sorted(d.unused) == sorted(x.name for x in cluster.devices if x.name not in used)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_split_with_whole_node_replicas(seed: int) -> None:
+    """A big node and 1-2 small ones: the searched family (whole nodes, or parts of one node)
+    agrees with the brute force restricted to it."""
+    model, cluster = _instance(seed, nodes=3)
+    node = [x.node for x in cluster.devices]
+
+    def in_family(part: list[int]) -> bool:
+        nodes = {node[g] for g in part}
+        whole = all(sum(1 for h in range(len(node)) if node[h] == n) == sum(1 for g in part if node[g] == n)
+                    for n in nodes)
+        return len(nodes) == 1 or whole
+
+    want = _brute(model, cluster, None, in_family)
+    d = plan_deployment(model, cluster, replicas="auto", tp="off")
+    assert d.tokens_per_s == pytest.approx(want, rel=1e-9)
