@@ -138,9 +138,10 @@ def plan(
 
 def _engine_tp(tp: str | None, engine: str | None, cluster: Any) -> str | None:
     """TP groups as the engine can launch them. vLLM, SGLang and TensorRT-LLM take one TP degree for
-    every stage (partitioner.registry.UNIFORM_TP_ENGINES): per-stage degrees ("auto", or
-    unset with cluster.yaml's tp:) become "uniform". llama.cpp cannot run TP inside its layer split
-    (partitioner.export.llamacpp): one GPU per stage ("off"). Said on stderr; explicit choices stay."""
+    every stage (partitioner.registry.UNIFORM_TP_ENGINES): partitioner.deploy.plan turns per-stage
+    degrees ("auto", or unset with cluster.yaml's tp:) into "uniform" and says so in the result's
+    notes. llama.cpp cannot run TP inside its layer split (partitioner.export.llamacpp): one GPU per
+    stage ("off"), said on stderr. `--tp node` with machines of different GPU counts gets a warning."""
     if tp not in (None, "auto"):
         if tp == "node" and engine in UNIFORM_TP_ENGINES:
             sizes = {sum(1 for d in cluster.devices if d.node == n) for n in {d.node for d in cluster.devices}}
@@ -148,9 +149,6 @@ def _engine_tp(tp: str | None, engine: str | None, cluster: Any) -> str | None:
                 click.echo(f"note: --tp node gives machines with {'/'.join(map(str, sorted(sizes)))} GPUs different TP "
                            f"degrees, which {engine} cannot launch (one degree for every stage)", err=True)
         return tp
-    if engine in UNIFORM_TP_ENGINES:
-        click.echo(f"note: {engine} takes one tensor-parallel degree for every stage: planning with --tp uniform", err=True)
-        return "uniform"
     if engine == "llamacpp":
         click.echo("note: llama.cpp cannot run tensor parallelism inside its layer split: planning with --tp off "
                    "(one GPU per stage)", err=True)
