@@ -18,6 +18,10 @@ them in two steps:
 
 `uniform_tp` (vLLM, SGLang, TensorRT-LLM take one TP degree for every stage): the above for
 each degree t alone, best over t.
+
+`launch` (partitioner.deploy.launch): every solve on disjoint rows keeps to the device orders the
+engine launches, and the relaxation's plan is accepted only if the engine launches it; its
+optimum still bounds every launchable plan (the restricted set is a subset).
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from partitioner.costs.groups import Group, candidate_groups, disjoint, group_tables, node_configurations
+from partitioner.deploy.launch import Launch
 from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables, Problem, Solution, explain_infeasible, lex_compare
 
@@ -109,7 +114,7 @@ def _combos(per: list[list[tuple[Group, ...]]], kinds: list[Any], uniform: bool)
 def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], Problem], solve: Solve, *,
                  devices: list[int] | None = None, uniform_tp: bool = False, base: CostTables | None = None,
                  sizes: tuple[int, ...] | None = None, max_configs: int = MAX_CONFIGS,
-                 whole_nodes: bool = False, engine: Any = None) -> GroupPlan:
+                 whole_nodes: bool = False, engine: Any = None, launch: Launch | None = None) -> GroupPlan:
     """The best plan over disjoint TP groups of `devices` (default all), of the cluster's TP
     degrees (or only `sizes`: (1,) plans single GPUs as before); module doc. `engine` costs the
     groups as `base` was built (build_tables(model, cluster, engine))."""
@@ -118,7 +123,7 @@ def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
         base = _base(model, cluster, base, engine)
         cands = candidate_groups(cluster, devices, whole_nodes=True)
         problem = make_problem(group_tables(model, cluster, cands, base, engine))
-        sol = solve(problem)
+        sol = _disjoint_solve(problem, cands, solve, launch)
         return GroupPlan(problem, sol, tuple(cands), sol.optimal, sol.lower_bound, 1)
     if uniform_tp:
         degrees = sorted({s for g in devices for s in cluster.tp_sizes(cluster.devices[g].node)})
@@ -128,7 +133,7 @@ def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
         for t in degrees:
             try:
                 found.append(_solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=(t,), base=base,
-                                          max_configs=max_configs, engine=engine))
+                                          max_configs=max_configs, engine=engine, launch=launch))
             except InfeasibleError:
                 continue  # no plan with every stage at degree t
         best: GroupPlan | None = None
@@ -140,10 +145,23 @@ def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
                                        lower_bound=min(gp.lower_bound for gp in found),
                                        subproblems=sum(gp.subproblems for gp in found))
         if best is None:
-            raise InfeasibleError(explain_infeasible(_base(model, cluster, base, engine)))
+            raise InfeasibleError(_why(_base(model, cluster, base, engine), launch))
         return best
     return _solve_sizes(model, cluster, make_problem, solve, devices=devices, sizes=sizes, base=base,
-                        max_configs=max_configs, engine=engine)
+                        max_configs=max_configs, engine=engine, launch=launch)
+
+
+def _why(base: CostTables, launch: Launch | None) -> str:
+    """Why no plan was found: memory alone, or the engine's launch rule on top of it."""
+    if launch is None:
+        return explain_infeasible(base)
+    return (f"no plan that {launch.engine} can launch fits the devices ({launch.rule}); without that rule: "
+            f"{explain_infeasible(base)}")
+
+
+def _disjoint_solve(problem: Problem, groups: Sequence[Group], solve: Solve, launch: Launch | None) -> Solution:
+    """Solve a problem whose rows are the disjoint `groups` (under the engine's rule if given)."""
+    return solve(problem) if launch is None else launch.solve(problem, [g.members for g in groups])
 
 
 def _base(model: Any, cluster: Any, base: CostTables | None, engine: Any = None) -> CostTables:
@@ -154,7 +172,7 @@ def _base(model: Any, cluster: Any, base: CostTables | None, engine: Any = None)
 
 def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], Problem], solve: Solve, *,
                  devices: list[int], sizes: tuple[int, ...] | None, base: CostTables | None,
-                 max_configs: int, engine: Any = None) -> GroupPlan:
+                 max_configs: int, engine: Any = None, launch: Launch | None = None) -> GroupPlan:
     base = _base(model, cluster, base, engine)
     cands = candidate_groups(cluster, devices, sizes=sizes)
     if not cands:
@@ -162,14 +180,14 @@ def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
     if all(g.t == 1 for g in cands):
         rows = [g.members[0] for g in cands]
         problem = make_problem(select_rows(base, rows))
-        sol = solve(problem)
+        sol = _disjoint_solve(problem, cands, solve, launch)
         return GroupPlan(problem, sol, tuple(cands), sol.optimal, sol.lower_bound, 1)
     full = group_tables(model, cluster, cands, base, engine)
     index = {g: r for r, g in enumerate(cands)}
     relaxed = make_problem(full)
     rsol = solve(relaxed)
     used = [cands[r] for r in rsol.devices]
-    if disjoint(used):
+    if disjoint(used) and (launch is None or launch.realises(relaxed, rsol.devices, [g.members for g in cands])):
         return GroupPlan(relaxed, rsol, tuple(cands), rsol.optimal, rsol.lower_bound, 1)
     bound = rsol.lower_bound
     per, kinds = _configs(cluster, devices, sizes)
@@ -185,7 +203,7 @@ def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
         groups.sort(key=lambda g: (g.members[0], g.t))
         problem = make_problem(select_rows(full, [index[g] for g in groups]))
         try:
-            sol = solve(problem)
+            sol = _disjoint_solve(problem, groups, solve, launch)
         except InfeasibleError:
             continue
         solved += 1
@@ -195,7 +213,7 @@ def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
             if rsol.optimal and sol.optimal and lex_compare(sol.objective, rsol.objective) <= 0:
                 break  # reaches the relaxation's optimum: optimal
     if best is None:
-        raise InfeasibleError(explain_infeasible(base))
+        raise InfeasibleError(_why(base, launch))
     reached = rsol.optimal and lex_compare(best.solution.objective, rsol.objective) <= 0
     proven = best.solution.optimal and (reached or (not uniform and all_optimal))
     lb = best.solution.objective[0] if proven else min(bound, best.solution.objective[0])

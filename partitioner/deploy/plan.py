@@ -22,11 +22,11 @@ from typing import Any
 from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_notes
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
+from partitioner.registry import TP_MODES
 from partitioner.serving.search import _d_ret_lb
 
 __all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
 
-TP_MODES: tuple[str, ...] = ("off", "auto", "uniform", "node")
 
 
 def parse_replicas(value: str | int) -> int | None:
@@ -53,7 +53,7 @@ def _sizes(tp: str) -> tuple[int, ...] | None:
 
 def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callable[[CostTables], Problem],
                     solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int,
-                    engine: str | None = None) -> Callable[[list[int]], Any]:
+                    engine: str | None = None, launch: Any = None) -> Callable[[list[int]], Any]:
     """devices -> the replica's Plan for serving (tokens/s = K·B/P, P = max(K·w, R)):
 
     the exact least-period split over groups ("throughput" at M = K: least w, then least R among
@@ -69,7 +69,7 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
     def run(obj: str, m: int, devices: list[int]) -> Any:
         return solve_groups(model, cluster, lambda t: dataclasses.replace(make(t), objective=obj, M=m), solve,  # type: ignore[arg-type]
                             devices=devices, uniform_tp=tp == "uniform", base=base, sizes=sizes,
-                            whole_nodes=tp == "node", engine=engine)
+                            whole_nodes=tp == "node", engine=engine, launch=launch)
 
     def period(plan: Any) -> float:
         return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
@@ -110,6 +110,18 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
     planner.quick = lambda devices: planner(devices, quick=True)  # type: ignore[attr-defined]
     planner.complete = lambda plan: id(plan) not in partial  # type: ignore[attr-defined]
     return planner
+
+
+def _launch(engine: str | None, solver: str, order: str, cluster: Any) -> Any:
+    """The order rule of an explicitly chosen launch engine (as `api.solve_problem` applies it to
+    one-GPU stages), for free order and an exact solver; None otherwise."""
+    from partitioner.deploy.launch import Launch
+    from partitioner.registry import EXACT_CHOICES, LAUNCH_TARGETS
+
+    if engine not in LAUNCH_TARGETS or solver not in EXACT_CHOICES or order != "free":
+        return None
+    nodes = {d.node for d in cluster.devices}
+    return Launch(engine, solver, {n: a for n in nodes if (a := cluster.address_of(n))})
 
 
 def plan_deployment(
@@ -168,9 +180,11 @@ def plan_deployment(
     def solve(p: Problem) -> Any:
         return solvers.solve(p, solver)
 
+    launch = _launch(engine, solver, order_, cluster)
+
     def value(devices: list[int]) -> Any:
         gp = solve_groups(model, cluster, make, solve, devices=devices, uniform_tp=tp == "uniform", base=base,
-                          sizes=sizes, whole_nodes=tp == "node", engine=engine)
+                          sizes=sizes, whole_nodes=tp == "node", engine=engine, launch=launch)
         plan = to_plan(gp, cluster)
         return dataclasses.replace(plan, notes=(*head, *tp_notes(plan)))
 
@@ -187,7 +201,7 @@ def plan_deployment(
         return value(list(range(len(cluster.devices))))
     else:
         serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M,
-                                      engine=engine)
+                                      engine=engine, launch=launch)
         bound = for_workload(model, cluster, base, tp, engine)
     need = bound.need
 

@@ -57,8 +57,20 @@ def _contiguous(nodes: Sequence[str]) -> bool:
     return len(runs) == len(set(runs))
 
 
-def realisable(engine: str, t: CostTables, devices: Sequence[int], address: Mapping[str, str] | None = None) -> bool:
-    """Whether `engine` runs stage s on device devices[s] (ordinals as listed in the cluster)."""
+Members = Sequence[Sequence[int]]  # per row of the tables: its GPUs (a TP group's), in ascending ordinal order
+
+
+def _gpus(t: CostTables, devices: Sequence[int], members: Members | None) -> list[tuple[str, int]]:
+    """(node, ordinal) of every GPU of the plan in rank order (global rank = pp_rank·tp + tp_rank)."""
+    if members is None:
+        return [(t.node_names[g], _ordinal(t, g)) for g in devices]
+    return [(t.node_names[g], int(o)) for g in devices for o in members[g]]
+
+
+def realisable(engine: str, t: CostTables, devices: Sequence[int], address: Mapping[str, str] | None = None,
+               members: Members | None = None) -> bool:
+    """Whether `engine` runs stage s on row devices[s] (a GPU, ordinals as listed in the cluster,
+    or with `members` a TP group of those GPUs: any numbers ordered as the GPU ids are)."""
     nodes = [t.node_names[g] for g in devices]
     if engine in ("llamacpp", "generic") or len(set(nodes)) == 1:
         return True
@@ -67,7 +79,7 @@ def realisable(engine: str, t: CostTables, devices: Sequence[int], address: Mapp
     if engine == "vllm":
         from partitioner.export.vllm import ray_realises
 
-        return ray_realises([(t.node_names[g], _ordinal(t, g)) for g in devices], dict(address or {}))
+        return ray_realises(_gpus(t, devices, members), dict(address or {}))
     counts = {n: nodes.count(n) for n in nodes}
     return len(set(counts.values())) == 1
 
@@ -209,10 +221,11 @@ def restrict(problem: Problem, order: Sequence[int]) -> Problem:
 
 def solve(
     problem: Problem, engine: str, solver: str = "auto", address: Mapping[str, str] | None = None,
-    exclude: Sequence[int] = (),
+    exclude: Sequence[int] = (), members: Members | None = None,
 ) -> Solution:
     """The best plan `engine` can launch without devices `exclude` (GPUs it does not support);
-    see the module docstring for exactness."""
+    see the module docstring for exactness. `members`: each row is a TP group of one degree
+    (partitioner.deploy.groups), ranked by its GPUs."""
     from partitioner import solvers
 
     if engine not in ENGINE_RULES:
@@ -224,7 +237,7 @@ def solve(
     kept = replace(restrict(problem, keep), order=problem.order)
     base0 = solvers.solve(kept, solver)
     base = replace(base0, devices=tuple(keep[i] for i in base0.devices))
-    if realisable(engine, problem.tables, base.devices, address):
+    if realisable(engine, problem.tables, base.devices, address, members):
         return base
     if problem.order == "fixed":
         raise InputError(
@@ -237,12 +250,12 @@ def solve(
     if engine == "vllm" and all(sum(1 for g in devs if g in keep) <= 1 for devs in groups.values()):
         return _one_gpu_per_node(problem, solver, address, keep, clock, base)
     if _sequence_count(engine, groups, problem.L) <= MAX_SUBPROBLEMS:
-        return _exact(problem, engine, solver, address, keep, clock, base)
-    return _covered(problem, engine, solver, address, keep, base=base, clock=clock)
+        return _exact(problem, engine, solver, address, keep, clock, base, members)
+    return _covered(problem, engine, solver, address, keep, base=base, clock=clock, members=members)
 
 
 def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int],
-           clock: SearchClock, base: Solution) -> Solution:
+           clock: SearchClock, base: Solution, members: Members | None = None) -> Solution:
     """The best realisable plan: every realisable sequence solved with all of its devices used."""
     best: Solution | None = None
     exact = True
@@ -251,7 +264,7 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
     seen: set[bytes] = set()
     t = problem.tables
     for seq in realisable_sequences(engine, problem.tables, address):
-        if not set(seq) <= allowed:
+        if not set(seq) <= allowed or (members is not None and not realisable(engine, t, seq, address, members)):
             continue
         idx = list(seq)
         signature = b"|".join(a.tobytes() for a in (
@@ -288,7 +301,7 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
         return stopped
     if best is None:
         if doubts:
-            return _covered(problem, engine, solver, address, keep, base=base, clock=clock)
+            return _covered(problem, engine, solver, address, keep, base=base, clock=clock, members=members)
         raise InfeasibleError(f"no plan that {engine} can launch fits the devices")
     top = best.objective[0]
     open_doubts = [x for x in doubts if x <= top * (1 + 1e-9) + 1e-12]
@@ -353,7 +366,7 @@ def _whole_sequence(problem: Problem, seq: Sequence[int]) -> Solution | None:
 
 def _covered(
     problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int], *, base: Solution,
-    clock: SearchClock,
+    clock: SearchClock, members: Members | None = None,
 ) -> Solution:
     """Too many sequences: orders covering every realisable plan, with a lower bound."""
     groups = _by_node(problem.tables)
@@ -380,7 +393,7 @@ def _covered(
         if bound_key is None or lex_compare(sub.objective, bound_key) < 0:
             bound_key = sub.objective
         devices = tuple(order[i] for i in sub.devices)
-        if realisable(engine, problem.tables, devices, address) and (best is None or lex_compare(sub.objective, best.objective) < 0):
+        if realisable(engine, problem.tables, devices, address, members) and (best is None or lex_compare(sub.objective, best.objective) < 0):
             best = replace(sub, devices=devices)
         if clock.stopped:
             break
