@@ -21,6 +21,7 @@ import numpy as np
 from partitioner.errors import InfeasibleError, InputError, SolverError
 from partitioner.problem import Problem, Solution, evaluate, explain_infeasible, lex_compare, objective_key
 from partitioner.solvers.budget import Budget, TimeUp
+from partitioner.solvers.dp import subsets
 from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.lattice import Lattice, lattice_size
 from partitioner.solvers.dp.makespan import min_makespan
@@ -53,6 +54,11 @@ def work(problem: Problem) -> dict[str, int]:
 
 
 def applies(problem: Problem) -> bool:
+    """`_lattice_applies`, or link-distinct free order within `subsets.applies` (Held-Karp)."""
+    return _lattice_applies(problem) or subsets.applies(problem)
+
+
+def _lattice_applies(problem: Problem) -> bool:
     """True when `solve` is exact and affordable: always in fixed order (polynomial) unless the
     cost matrices would not fit MAX_MATRIX; in free order when the (cost, capacity) lattice is
     <= MAX_TAU_LATTICE and the link-aware state bound is <= MAX_STAGE_WORK (divided by
@@ -88,6 +94,8 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")
     if budget is None:
         budget = Budget(problem.time_limit_s)
+    if not _lattice_applies(problem):
+        return subsets.solve(problem, budget)
     try:
         return _solve(problem, budget)
     except (TimeUp, KeyboardInterrupt) as exc:
