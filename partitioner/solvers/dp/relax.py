@@ -16,7 +16,7 @@ below (sum of sigma, sigma_max and T(M) alike; tau does not depend on links).
 
 the least sum of sigma of any way to finish layers [j, L) when a class-c device starts a stage at j
 and w (that device included) is what is left; stages obey tau <= tau_cap and, relaxed, sigma <=
-sigma_cap with the class's smallest outgoing delay. Cost O(|lattice| * K * L * w) for K classes
+sigma_cap with the class pair's least delay. Cost O(|lattice| * K * L * w) for K classes
 and w the longest stage, against O(2^G * G * L * w) for the subset DP it guides.
 """
 
@@ -89,22 +89,22 @@ def to_go(co: Coarse, T: DPTables, tau_cap: float, sigma_cap: float) -> np.ndarr
             if rows.size == 0:
                 continue
             prev = rows - lat.stride[c]
-            F = np.full((rows.size, J + 1), INF)  # F[:, j'] the cost after a cut at j' (J: no cut)
-            have = lat.coords[prev] >= 1  # (n, K): classes still left after this device
-            for c2 in range(K):
-                sel = have[:, c2]
-                if sel.any():
-                    F[sel, :J] = np.minimum(F[sel, :J], co.Dmin[c, c2][None, :] + H[prev[sel], c2])
-            F[:, L] = 0.0  # the last stage closes the pipeline: sigma = tau (Thm 3)
             Cf = bands[c]
             w = Cf.shape[1]
-            end = np.minimum(np.arange(J)[:, None] + np.arange(1, w + 1)[None, :], J)  # J: past L
-            if sigma_cap == INF:
-                stage = Cf
-            else:
-                room = np.where(end < L, sigma_cap - co.dlow[c][np.minimum(end, L)], sigma_cap)
-                stage = np.where(Cf <= room, Cf, INF)
-            H[rows, c] = (stage[None] + F[:, end]).min(axis=2)
+            end = np.arange(J)[:, None] + np.arange(1, w + 1)[None, :]  # > L: Cf is inf there
+            endc = np.minimum(end, L)
+            closing = np.where((end == L) & (Cf <= sigma_cap), Cf, INF).min(axis=1)  # sigma = tau (Thm 3)
+            best = np.repeat(closing[None, :], rows.size, axis=0)
+            have = lat.coords[prev] >= 1  # (n, K): classes still left after this device
+            for c2 in range(K):
+                sel = np.flatnonzero(have[:, c2])
+                if sel.size == 0:
+                    continue
+                Dv = co.Dmin[c, c2][endc]  # (J, w): the cut at each stage end
+                stage = Cf if sigma_cap == INF else np.where(Cf + Dv <= sigma_cap, Cf, INF)
+                val = (stage + Dv)[None] + H[prev[sel], c2][:, endc]
+                best[sel] = np.minimum(best[sel], val.min(axis=2))
+            H[rows, c] = best
     return H
 
 

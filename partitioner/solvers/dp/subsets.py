@@ -45,15 +45,14 @@ MAX_G = 30  # masks are int64; beyond a few dozen devices the relaxation is all 
 MAX_CLASS_LATTICE = 200_000  # the class lattice the heuristic H lives on
 BEAM = 64  # states per level kept by the heuristic (beam) pass that finds incumbents
 DELTA = 0.002  # the first ub of an exact sum step: the relaxation's g plus this share of it
+BEAM_CALLS = 24  # sum steps of the beam pass
+MAX_INTERVALS = 64  # threshold intervals the relaxation splits before the exact search
 CHUNK = 2_000_000  # elements per temporary (rows x L x w) block
 
 
 def applies(problem: Problem) -> bool:
-    """Free order, an objective whose later steps are sum steps (makespan, async throughput),
-    at most MAX_G devices and a class lattice of at most MAX_CLASS_LATTICE points."""
+    """Free order, at most MAX_G devices and a class lattice of at most MAX_CLASS_LATTICE points."""
     if problem.order != "free" or problem.G > MAX_G:
-        return False
-    if not (problem.objective == "makespan" or (problem.objective == "throughput" and problem.regime == "async")):
         return False
     n = 1
     for c in device_classes(problem.tables, links=False):
@@ -119,15 +118,15 @@ def sum_step(ctx: _Ctx, tau_cap: float, sigma_cap: float, ub: float = INF, beam:
         if U.shape[0] == 0:
             break
         fin = U + close[last]
-        r, j = np.unravel_index(int(fin.argmin()), fin.shape)
-        if fin[r, j] < best[0]:
-            best = (float(fin[r, j]), s, int(r), int(j))
+        at = np.unravel_index(int(fin.argmin()), fin.shape)
+        if fin[at] < best[0]:
+            best = (float(fin[at]), s, int(at[0]), int(at[1]))
         if s < G - 1:
             key, cidx, U = _expand(ctx, H, ubc, key, cidx, U, tau_cap, sigma_cap)
-    value, s, r, j = best
+    value, level, row, start = best
     if not np.isfinite(value) or value > ubc:
         return INF, (), ()
-    return value, *_backtrack(ctx, levels, s, r, j, tau_cap, sigma_cap)
+    return value, *_backtrack(ctx, levels, level, row, start, tau_cap, sigma_cap)
 
 
 def _expand(
@@ -233,7 +232,7 @@ def solve(problem: Problem, budget: Budget) -> Solution:
     ctx = _Ctx(problem, budget.check)
     found = {"lower": 0.0}
     try:
-        plan = _makespan(ctx, budget, found) if problem.objective == "makespan" else _throughput(ctx, budget, found)
+        plan = _makespan(ctx, budget, found) if problem.objective == "makespan" else _lexi(ctx, budget, found)
     except (TimeUp, KeyboardInterrupt) as exc:
         budget.bound(found["lower"])
         out = budget.best_solution("TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED")
@@ -252,25 +251,86 @@ def _tau_plan(ctx: _Ctx, budget: Budget) -> Plan:
     return plan
 
 
-def _throughput(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
-    """Async throughput: tau* (exact on the class lattice), then min sum sigma at tau*."""
+def _lexi(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
+    """Balanced (tau*, sigma*, min sum) and throughput (period, min sum): tau* exact on the class
+    lattice; sigma* (balanced, blocking throughput) by `_sigma_step`; then one sum step under
+    the caps, seeded with the best plan that meets them."""
     from partitioner.errors import InfeasibleError
     from partitioner.problem import explain_infeasible
 
+    problem = ctx.problem
     seed = _tau_plan(ctx, budget)
     if not seed[1]:
-        raise InfeasibleError(explain_infeasible(ctx.problem.tables))
+        raise InfeasibleError(explain_infeasible(problem.tables))
     tau = seed[0]
-    found["lower"] = tau
-    budget.bound(tau)
-    m = evaluate(ctx.problem, seed[1], seed[2])
+    sigma_first = problem.objective == "throughput" and problem.regime == "blocking"
+    if not sigma_first:
+        found["lower"] = tau
+        budget.bound(tau)
+    tau_cap, sigma_cap, inc = (INF if sigma_first else cap(tau)), INF, seed
+    if problem.objective == "balanced" or sigma_first:
+        sigma, inc = _sigma_step(ctx, budget, found, tau_cap, tau, seed, first=sigma_first)
+        sigma_cap = cap(sigma)
+    m = evaluate(problem, inc[1], inc[2])
     ub = float(m.tau.sum() + m.d.sum())
-    quick = sum_step(ctx, cap(tau), INF, ub, beam=BEAM)
+    quick = sum_step(ctx, tau_cap, sigma_cap, ub, beam=BEAM)
     if quick[1]:
-        budget.offer(ctx.problem, quick[1], quick[2])
+        budget.offer(problem, quick[1], quick[2])
         ub = min(ub, quick[0])
-    exact = sum_step(ctx, cap(tau), INF, ub)
-    return exact if exact[1] else (quick if quick[1] else seed)
+    exact = sum_step(ctx, tau_cap, sigma_cap, ub)
+    return exact if exact[1] else (quick if quick[1] else inc)
+
+
+def _sigma_step(
+    ctx: _Ctx, budget: Budget, found: dict[str, float], tau_cap: float, tau: float, seed: Plan, *, first: bool
+) -> tuple[float, Plan]:
+    """sigma* = min sigma_max over plans with tau <= tau_cap, by bisection over the candidate
+    values: the relaxation's feasibility gives the low end (a proven bound), an exact probe is
+    one unpruned-by-cost sum step (only states the relaxation can finish under the cap are kept).
+    Returns sigma* and a plan attaining it."""
+    problem = ctx.problem
+    top = evaluate(problem, seed[1], seed[2]).sigma_max
+    quick = sum_step(ctx, tau_cap, INF, INF, beam=BEAM)  # any plan: its sigma_max is a cap too
+    inc = seed
+    if quick[1] and evaluate(problem, quick[1], quick[2]).sigma_max < top:
+        inc, top = quick, evaluate(problem, quick[1], quick[2]).sigma_max
+    cand = _candidates(ctx, "sigma", tau * (1 - 1e-9) - 1e-12, cap(top))
+    if cand.size == 0:
+        return top, inc
+    lo, hi = 0, cand.size - 1
+    while lo < hi:  # the relaxation: no plan below its first feasible cap
+        mid = (lo + hi) // 2
+        if np.isfinite(ctx.relaxed(tau_cap, cap(float(cand[mid])))):
+            hi = mid
+        else:
+            lo = mid + 1
+    if first:
+        found["lower"] = max(found["lower"], float(cand[lo]))
+        budget.bound(found["lower"])
+    hi = cand.size - 1
+    for beam in (BEAM, 0):  # bisection with beam witnesses (a low incumbent), then exact probes
+        b_lo = lo
+        while b_lo < hi:
+            mid = (b_lo + hi) // 2
+            plan = sum_step(ctx, tau_cap, cap(float(cand[mid])), INF, beam=beam)
+            if plan[1]:
+                budget.offer(problem, plan[1], plan[2])
+                inc = plan
+                neck = evaluate(problem, plan[1], plan[2]).sigma_max
+                hi = max(b_lo, min(mid, int(np.searchsorted(cand, neck * (1 - 1e-12), side="left"))))
+            else:
+                b_lo = mid + 1
+                if beam == 0:
+                    lo = b_lo  # proven: no plan has sigma_max below cand[lo]
+                    if first:
+                        found["lower"] = max(found["lower"], float(cand[lo]))
+                        budget.bound(found["lower"])
+    if first:
+        found["lower"] = max(found["lower"], float(cand[lo]))
+    if evaluate(problem, inc[1], inc[2]).sigma_max > cap(float(cand[lo])):
+        plan = sum_step(ctx, tau_cap, cap(float(cand[lo])), INF)
+        inc = plan if plan[1] else inc
+    return evaluate(problem, inc[1], inc[2]).sigma_max, inc
 
 
 def _candidates(ctx: _Ctx, kind: str, lo: float, hi: float) -> np.ndarray:
@@ -324,33 +384,61 @@ def _makespan(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
     def tol(x: float) -> float:
         return x - max(1e-10 * abs(x), 1e-13)
 
-    for beam in (BEAM, 0):  # a heuristic pass for incumbents, then the exact search
-        gl0 = ctx.relaxed(*caps(float(cand[-1])))
-        heap = [((M - 1) * float(cand[0]) + gl0, 0, cand.size - 1, gl0, DELTA * gl0)]
-        while heap:
-            lb, a, b, gl, delta = heapq.heappop(heap)
-            if beam == 0:
-                found["lower"] = max(found["lower"], min(best_T, lb))
-                budget.bound(found["lower"])
-            if lb >= tol(best_T):
-                continue
-            room = best_T - (M - 1) * float(cand[a])  # g(t_b) must be below it to help [a, b]
-            ub = room if beam else min(room, gl + delta)
-            plan = sum_step(ctx, *caps(float(cand[b])), ub=ub, beam=beam)
-            if not plan[1]:
-                if ub < room:  # g(t_b) > ub: a better bound for [a, b]; retry it with a wider ub later
-                    heapq.heappush(heap, ((M - 1) * float(cand[a]) + ub, a, b, ub, 2 * delta))
-                continue
+    def bounded(a: int, b: int, g_known: float) -> tuple[float, int, int, float, float]:
+        gl = max(g_known, ctx.relaxed(*caps(float(cand[b]))))
+        return (M - 1) * float(cand[a]) + gl, a, b, gl, DELTA * gl
+
+    def halves(a: int, b: int) -> tuple[tuple[int, int], ...]:
+        return ((a, (a + b) // 2), ((a + b) // 2 + 1, b)) if b > a else ((a, b),)
+
+    heap, calls = [bounded(0, cand.size - 1, 0.0)], 0
+    while heap and calls < BEAM_CALLS:  # 1. a beam pass for incumbents
+        _, a, b, _, _ = heapq.heappop(heap)
+        calls += 1
+        plan = sum_step(ctx, *caps(float(cand[b])), ub=best_T - (M - 1) * float(cand[a]), beam=BEAM)
+        if plan[1]:
             budget.offer(problem, plan[1], plan[2])
             T, neck = T_of(plan)
             if best_T > T:
                 best, best_T = plan, T
             top = min(b - 1, int(np.searchsorted(cand, neck * (1 - 1e-12), side="left")) - 1)
-            if top < a:
-                continue
-            g_b = plan[0] if beam == 0 else 0.0  # exact g(t_b) <= g(t) on [a, top]
-            for lo_i, hi_i in ((a, (a + top) // 2), ((a + top) // 2 + 1, top)) if top > a else ((a, top),):
-                gl_i = max(g_b, ctx.relaxed(*caps(float(cand[hi_i]))))
-                heapq.heappush(heap, ((M - 1) * float(cand[lo_i]) + gl_i, lo_i, hi_i, gl_i, DELTA * gl_i))
+            for lo_i, hi_i in halves(a, top) if top >= a else ():
+                if bounded(lo_i, hi_i, 0.0)[0] < tol(best_T):
+                    heapq.heappush(heap, bounded(lo_i, hi_i, 0.0))
+    heap, ready = [bounded(0, cand.size - 1, 0.0)], []
+    while heap and len(ready) + len(heap) < MAX_INTERVALS:  # 2. split by the relaxation alone
+        item = heapq.heappop(heap)
+        lb, a, b, gl, _ = item
+        if lb >= tol(best_T):
+            heap = []
+            break
+        found["lower"] = max(found["lower"], min(best_T, lb, *(r[0] for r in ready[:1])))
+        if (M - 1) * (float(cand[b]) - float(cand[a])) <= DELTA * gl:
+            heapq.heappush(ready, item)
+            continue
+        for lo_i, hi_i in halves(a, b):
+            heapq.heappush(heap, bounded(lo_i, hi_i, 0.0))
+    heap = list(heapq.merge(heap, ready))
+    heapq.heapify(heap)
+    while heap:  # 3. the exact search
+        lb, a, b, gl, delta = heapq.heappop(heap)
+        found["lower"] = max(found["lower"], min(best_T, lb))
+        budget.bound(found["lower"])
+        if lb >= tol(best_T):
+            break
+        room = best_T - (M - 1) * float(cand[a])  # g(t_b) must be below it to help [a, b]
+        ub = min(room, gl + delta)
+        plan = sum_step(ctx, *caps(float(cand[b])), ub=ub)
+        if not plan[1]:
+            if ub < room:  # g(t_b) > ub: a better bound for [a, b]; retry it with a wider ub later
+                heapq.heappush(heap, ((M - 1) * float(cand[a]) + ub, a, b, ub, 2 * delta))
+            continue
+        budget.offer(problem, plan[1], plan[2])
+        T, neck = T_of(plan)
+        if best_T > T:
+            best, best_T = plan, T
+        top = min(b - 1, int(np.searchsorted(cand, neck * (1 - 1e-12), side="left")) - 1)
+        for lo_i, hi_i in halves(a, top) if top >= a else ():  # exact g(t_b) <= g(t) on [a, top]
+            heapq.heappush(heap, bounded(lo_i, hi_i, plan[0]))
     found["lower"] = best_T
     return best
