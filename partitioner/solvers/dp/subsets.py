@@ -33,6 +33,7 @@ import numpy as np
 from partitioner.problem import Problem, Solution, evaluate, objective_key
 from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.dp.kernel import sources
+from partitioner.solvers.dp.lattice import lattice_size
 from partitioner.solvers.dp.relax import Coarse, build_coarse, to_go
 from partitioner.solvers.dp.space import Space
 from partitioner.solvers.dp.tables import DPTables, build_tables, cap, device_classes
@@ -51,13 +52,12 @@ CHUNK = 2_000_000  # elements per temporary (rows x L x w) block
 
 
 def applies(problem: Problem) -> bool:
-    """Free order, at most MAX_G devices and a class lattice of at most MAX_CLASS_LATTICE points."""
+    """Free order, at most MAX_G devices, links that split the cost classes (otherwise the class
+    lattice is the whole search space) and a class lattice of at most MAX_CLASS_LATTICE points."""
     if problem.order != "free" or problem.G > MAX_G:
         return False
-    n = 1
-    for c in device_classes(problem.tables, links=False):
-        n *= len(c) + 1
-    return n <= MAX_CLASS_LATTICE
+    coarse = lattice_size(device_classes(problem.tables, links=False))
+    return lattice_size(device_classes(problem.tables, links=True)) > coarse and coarse <= MAX_CLASS_LATTICE
 
 
 class _Ctx:
@@ -405,7 +405,8 @@ def _makespan(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
             for lo_i, hi_i in halves(a, top) if top >= a else ():
                 if bounded(lo_i, hi_i, 0.0)[0] < tol(best_T):
                     heapq.heappush(heap, bounded(lo_i, hi_i, 0.0))
-    heap, ready = [bounded(0, cand.size - 1, 0.0)], []
+    heap = [bounded(0, cand.size - 1, 0.0)]
+    ready: list[tuple[float, int, int, float, float]] = []
     while heap and len(ready) + len(heap) < MAX_INTERVALS:  # 2. split by the relaxation alone
         item = heapq.heappop(heap)
         lb, a, b, gl, _ = item
