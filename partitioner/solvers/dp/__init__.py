@@ -94,7 +94,7 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")
     if budget is None:
         budget = Budget(problem.time_limit_s)
-    if not _lattice_applies(problem):
+    if not _lattice_applies(problem) or subsets.preferred(problem):
         return subsets.solve(problem, budget)
     try:
         return _solve(problem, budget)

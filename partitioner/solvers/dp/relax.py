@@ -23,6 +23,7 @@ and w the longest stage, against O(2^G * G * L * w) for the subset DP it guides.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,13 +78,17 @@ def _forward_band(C: np.ndarray, tau_cap: float) -> np.ndarray:
     return np.where(vals <= tau_cap, vals, INF)
 
 
-def to_go(co: Coarse, T: DPTables, tau_cap: float, sigma_cap: float) -> np.ndarray:
+def to_go(
+    co: Coarse, T: DPTables, tau_cap: float, sigma_cap: float, check: Callable[[], None] | None = None
+) -> np.ndarray:
     """H (|lattice|, K, L+1) of the module doc (inf where w_c = 0 or nothing finishes)."""
     lat, L = co.lat, T.L
     J, K = L + 1, lat.T
     H = np.full((lat.coords.shape[0], K, J), INF)
     bands = [_forward_band(T.C[int(T.cost_id[lat.classes[c][0]])], tau_cap) for c in range(K)]
     for idx in lat.levels[1:]:
+        if check is not None:
+            check()
         for c in range(K):
             rows = idx[lat.coords[idx, c] >= 1]
             if rows.size == 0:

@@ -38,7 +38,7 @@ from partitioner.solvers.dp.relax import Coarse, build_coarse, to_go
 from partitioner.solvers.dp.space import Space
 from partitioner.solvers.dp.tables import DPTables, build_tables, cap, device_classes
 
-__all__ = ["applies", "solve", "sum_step", "MAX_G", "BEAM"]
+__all__ = ["applies", "preferred", "solve", "sum_step", "MAX_G", "BEAM"]
 
 Plan = tuple[float, tuple[int, ...], tuple[int, ...]]
 INF = float(np.inf)
@@ -46,6 +46,8 @@ MAX_G = 30  # masks are int64; beyond a few dozen devices the relaxation is all 
 MAX_CLASS_LATTICE = 200_000  # the class lattice the heuristic H lives on
 BEAM = 64  # states per level kept by the heuristic (beam) pass that finds incumbents
 DELTA = 0.002  # the first ub of an exact sum step: the relaxation's g plus this share of it
+DEFAULT_LIMIT_S = 10.0
+SMALL_G = 8  # up to here the exact search always finishes within seconds: no default deadline
 BEAM_CALLS = 24  # sum steps of the beam pass
 MAX_INTERVALS = 64  # threshold intervals the relaxation splits before the exact search
 CHUNK = 2_000_000  # elements per temporary (rows x L x w) block
@@ -58,6 +60,14 @@ def applies(problem: Problem) -> bool:
         return False
     coarse = lattice_size(device_classes(problem.tables, links=False))
     return lattice_size(device_classes(problem.tables, links=True)) > coarse and coarse <= MAX_CLASS_LATTICE
+
+
+def preferred(problem: Problem) -> bool:
+    """Link-distinct makespan (every device its own link class): taken here even where the lattice
+    applies, since its cost-pruned threshold search does not depend on the lattice's budgets."""
+    if not applies(problem) or problem.objective != "makespan" or problem.G < 2:
+        return False
+    return all(len(c) == 1 for c in device_classes(problem.tables, links=True))
 
 
 class _Ctx:
@@ -76,7 +86,7 @@ class _Ctx:
         if key not in self._H:
             if len(self._H) > 8:
                 self._H.clear()
-            self._H[key] = to_go(self.co, self.T, tau_cap, sigma_cap)
+            self._H[key] = to_go(self.co, self.T, tau_cap, sigma_cap, self.check)
         return self._H[key]
 
     def relaxed(self, tau_cap: float, sigma_cap: float) -> float:
@@ -228,7 +238,10 @@ def _backtrack(
 
 def solve(problem: Problem, budget: Budget) -> Solution:
     """The exact optimum (module doc) or, past the budget's deadline, the best plan so far with
-    the relaxation's proven lower bound."""
+    the relaxation's proven lower bound. The search is exponential in G, so a budget without a
+    deadline gets DEFAULT_LIMIT_S (CP-SAT's default limit) unless the instance is small."""
+    if budget.deadline is None and problem.G > SMALL_G:
+        budget.deadline = budget.start + DEFAULT_LIMIT_S
     ctx = _Ctx(problem, budget.check)
     found = {"lower": 0.0}
     try:
