@@ -100,3 +100,28 @@ def test_timed_out_search_reports_a_real_bound() -> None:
     exact = subsets.solve(dataclasses.replace(p, time_limit_s=None), Budget(None))
     assert 0 < got.lower_bound <= exact.objective[0] * (1 + 1e-9)
     assert got.objective[0] >= exact.objective[0] * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_fixed_windows_hold_every_start_of_every_fitting_plan(seed: int) -> None:
+    """`fixed.windows(T, B)` contains the start of every stage of every fixed-order plan whose
+    stages all have C <= B (enumerated), so restricting the fixed-order steps to them is exact."""
+    import itertools
+
+    from partitioner.solvers.dp.fixed import windows
+    from partitioner.solvers.dp.tables import build_tables
+
+    t, _ = instance(seed, KINDS[seed % len(KINDS)])
+    T = build_tables(t)
+    finite = np.concatenate([c[np.isfinite(c)] for c in T.C])
+    if finite.size == 0:
+        return
+    B = float(np.quantile(finite, 0.5))
+    lo, hi = windows(T, B)
+    for S in range(1, min(t.G, t.L) + 1):
+        for inner in itertools.combinations(range(1, t.L), S - 1):
+            cuts = (0, *inner, t.L)
+            for devices in itertools.combinations(range(t.G), S):
+                if all(T.C[int(T.cost_id[g])][cuts[s], cuts[s + 1]] <= B for s, g in enumerate(devices)):
+                    for s, g in enumerate(devices):
+                        assert lo[g] <= cuts[s] <= hi[g], (seed, devices, cuts, lo, hi)
