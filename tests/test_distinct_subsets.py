@@ -125,3 +125,4 @@ def test_fixed_windows_hold_every_start_of_every_fitting_plan(seed: int) -> None
                 if all(T.C[int(T.cost_id[g])][cuts[s], cuts[s + 1]] <= B for s, g in enumerate(devices)):
                     for s, g in enumerate(devices):
                         assert lo[g] <= cuts[s] <= hi[g], (seed, devices, cuts, lo, hi)
+
