@@ -26,8 +26,13 @@ TABLES = 240
 SERVED = tuple((o, r) for o in ("balanced", "throughput", "makespan") for r in ("async", "blocking"))
 
 
+@pytest.mark.parametrize("guided", [False, True])
 @pytest.mark.parametrize("kind", KINDS)
-def test_subsets_equal_exhaustive(kind: str) -> None:
+def test_subsets_equal_exhaustive(kind: str, guided: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """guided: the search as on large instances (relaxation heuristic, beam pass, interval
+    splitting), forced by lowering SMALL_G; else the small-instance path (no heuristic)."""
+    if guided:
+        monkeypatch.setattr(subsets, "SMALL_G", 0)
     n = 0
     for seed in range(5000, 5000 + TABLES // len(KINDS)):
         t, M = instance(seed, kind)

@@ -82,7 +82,9 @@ class _Ctx:
         self.states = 0  # subset states kept, over every step (reported in the stats)
 
     def H(self, tau_cap: float, sigma_cap: float) -> np.ndarray:
-        key = (tau_cap, sigma_cap)
+        key = (tau_cap, sigma_cap) if self.problem.G > SMALL_G else (INF, INF)
+        if self.problem.G <= SMALL_G and key not in self._H:  # small: no pruning needed, H = 0 is admissible
+            self._H[key] = np.zeros((self.co.lat.coords.shape[0], self.co.lat.T, self.T.L + 1))
         if key not in self._H:
             if len(self._H) > 8:
                 self._H.clear()
@@ -397,15 +399,17 @@ def _makespan(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
     def tol(x: float) -> float:
         return x - max(1e-10 * abs(x), 1e-13)
 
+    small = problem.G <= SMALL_G  # exact steps cost less than the relaxation's bounds there
+
     def bounded(a: int, b: int, g_known: float) -> tuple[float, int, int, float, float]:
-        gl = max(g_known, ctx.relaxed(*caps(float(cand[b]))))
+        gl = max(g_known, work if small else ctx.relaxed(*caps(float(cand[b]))))
         return (M - 1) * float(cand[a]) + gl, a, b, gl, DELTA * gl
 
     def halves(a: int, b: int) -> tuple[tuple[int, int], ...]:
         return ((a, (a + b) // 2), ((a + b) // 2 + 1, b)) if b > a else ((a, b),)
 
     heap, calls = [bounded(0, cand.size - 1, 0.0)], 0
-    while heap and calls < BEAM_CALLS:  # 1. a beam pass for incumbents
+    while heap and calls < (BEAM_CALLS if problem.G > SMALL_G else 0):  # 1. a beam pass for incumbents
         _, a, b, _, _ = heapq.heappop(heap)
         calls += 1
         plan = sum_step(ctx, *caps(float(cand[b])), ub=best_T - (M - 1) * float(cand[a]), beam=BEAM)
@@ -420,7 +424,7 @@ def _makespan(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
                     heapq.heappush(heap, bounded(lo_i, hi_i, 0.0))
     heap = [bounded(0, cand.size - 1, 0.0)]
     ready: list[tuple[float, int, int, float, float]] = []
-    while heap and len(ready) + len(heap) < MAX_INTERVALS:  # 2. split by the relaxation alone
+    while heap and len(ready) + len(heap) < (0 if small else MAX_INTERVALS):  # 2. split by the relaxation
         item = heapq.heappop(heap)
         lb, a, b, gl, _ = item
         if lb >= tol(best_T):
@@ -441,7 +445,7 @@ def _makespan(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
         if lb >= tol(best_T):
             break
         room = best_T - (M - 1) * float(cand[a])  # g(t_b) must be below it to help [a, b]
-        ub = min(room, gl + delta)
+        ub = room if small else min(room, gl + delta)
         plan = sum_step(ctx, *caps(float(cand[b])), ub=ub)
         if not plan[1]:
             if ub < room:  # g(t_b) > ub: a better bound for [a, b]; retry it with a wider ub later
