@@ -54,12 +54,14 @@ CHUNK = 2_000_000  # elements per temporary (rows x L x w) block
 
 
 def applies(problem: Problem) -> bool:
-    """Free order, at most MAX_G devices, links that split the cost classes (otherwise the class
-    lattice is the whole search space) and a class lattice of at most MAX_CLASS_LATTICE points."""
+    """Free order, at most MAX_G devices, links that make (nearly) every device distinct (a link
+    lattice of more than 2^(G-2) points: otherwise the lattice of `lattice` is far smaller than
+    the subsets and is the better search space) and a class lattice of <= MAX_CLASS_LATTICE points."""
     if problem.order != "free" or problem.G > MAX_G:
         return False
     coarse = lattice_size(device_classes(problem.tables, links=False))
-    return lattice_size(device_classes(problem.tables, links=True)) > coarse and coarse <= MAX_CLASS_LATTICE
+    fine = lattice_size(device_classes(problem.tables, links=True))
+    return fine > max(coarse, 2 ** (problem.G - 2)) and coarse <= MAX_CLASS_LATTICE
 
 
 def preferred(problem: Problem) -> bool:
