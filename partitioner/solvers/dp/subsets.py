@@ -26,6 +26,7 @@ Throughput in the async regime is one sum step at tau* (the class lattice's exac
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -49,6 +50,8 @@ DELTA = 0.002  # the first ub of an exact sum step: the relaxation's g plus this
 DEFAULT_LIMIT_S = 10.0
 SMALL_G = 8  # up to here the exact search always finishes within seconds: no default deadline
 BEAM_CALLS = 24  # sum steps of the beam pass
+BEAM_SHARE = 0.3  # ... and at most this share of the time left
+MAX_CELLS = 30_000_000  # states x layers one level of the exact search may hold (~240 MB per array)
 MAX_INTERVALS = 64  # threshold intervals the relaxation splits before the exact search
 CHUNK = 2_000_000  # elements per temporary (rows x L x w) block
 
@@ -70,6 +73,10 @@ def preferred(problem: Problem) -> bool:
     if not applies(problem) or problem.objective != "makespan" or problem.G < 2:
         return False
     return all(len(c) == 1 for c in device_classes(problem.tables, links=True))
+
+
+class TooBig(Exception):
+    """A level of the exact subset search would exceed MAX_CELLS (the caller keeps its bound)."""
 
 
 class _Ctx:
@@ -153,6 +160,8 @@ def _expand(
     G, J = T.G, T.L + 1
     stride, cls, top = co.lat.stride, co.cls, co.top
     mask, last = key // G, key % G
+    if mask.size and mask.size * (G - bin(int(mask[0])).count("1")) * J > MAX_CELLS:
+        raise TooBig
     vals, keys, cids = [], [], []
     for g in np.unique(last):
         if ctx.check is not None:
@@ -250,9 +259,9 @@ def solve(problem: Problem, budget: Budget) -> Solution:
     found = {"lower": 0.0}
     try:
         plan = _makespan(ctx, budget, found) if problem.objective == "makespan" else _lexi(ctx, budget, found)
-    except (TimeUp, KeyboardInterrupt) as exc:
+    except (TimeUp, TooBig, KeyboardInterrupt) as exc:
         budget.bound(found["lower"])
-        out = budget.best_solution("TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED")
+        out = budget.best_solution("INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "TIME_LIMIT")
         if out is None:
             raise
         return out
@@ -294,7 +303,10 @@ def _lexi(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
     if quick[1]:
         budget.offer(problem, quick[1], quick[2])
         ub = min(ub, quick[0])
-    exact = sum_step(ctx, tau_cap, sigma_cap, ub)
+    try:
+        exact = sum_step(ctx, tau_cap, sigma_cap, ub)
+    except TooBig:
+        raise TimeUp from None  # not provable within memory: the best plan so far and its bound
     return exact if exact[1] else (quick if quick[1] else inc)
 
 
@@ -329,7 +341,10 @@ def _sigma_step(
         b_lo = lo
         while b_lo < hi:
             mid = (b_lo + hi) // 2
-            plan = sum_step(ctx, tau_cap, cap(float(cand[mid])), INF, beam=beam)
+            try:
+                plan = sum_step(ctx, tau_cap, cap(float(cand[mid])), INF, beam=beam)
+            except TooBig:
+                break  # the exact probes are out of memory's reach: keep the proven low end
             if plan[1]:
                 budget.offer(problem, plan[1], plan[2])
                 inc = plan
@@ -411,7 +426,8 @@ def _makespan(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
         return ((a, (a + b) // 2), ((a + b) // 2 + 1, b)) if b > a else ((a, b),)
 
     heap, calls = [bounded(0, cand.size - 1, 0.0)], 0
-    while heap and calls < (BEAM_CALLS if problem.G > SMALL_G else 0):  # 1. a beam pass for incumbents
+    stop = time.perf_counter() + BEAM_SHARE * budget.left(DEFAULT_LIMIT_S)
+    while heap and calls < (BEAM_CALLS if not small else 0) and time.perf_counter() < stop:  # 1. beam pass
         _, a, b, _, _ = heapq.heappop(heap)
         calls += 1
         plan = sum_step(ctx, *caps(float(cand[b])), ub=best_T - (M - 1) * float(cand[a]), beam=BEAM)
@@ -448,7 +464,10 @@ def _makespan(ctx: _Ctx, budget: Budget, found: dict[str, float]) -> Plan:
             break
         room = best_T - (M - 1) * float(cand[a])  # g(t_b) must be below it to help [a, b]
         ub = room if small else min(room, gl + delta)
-        plan = sum_step(ctx, *caps(float(cand[b])), ub=ub)
+        try:
+            plan = sum_step(ctx, *caps(float(cand[b])), ub=ub)
+        except TooBig:  # out of memory's reach: keep the proven bound of the open intervals
+            raise TimeUp from None
         if not plan[1]:
             if ub < room:  # g(t_b) > ub: a better bound for [a, b]; retry it with a wider ub later
                 heapq.heappush(heap, ((M - 1) * float(cand[a]) + ub, a, b, ub, 2 * delta))
