@@ -188,7 +188,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     and, in free order, the tau*-attaining plan of the reachability DP. It is reported with
     optimal=False and as lower bound the best of `bounds.lower_bound` (fluid LP, memory floor)
     and the exact free-order tau* (the period itself, or the makespan bound built on it)."""
-    if applies(problem):
+    if _lattice_applies(problem):  # (subsets' search would spend the caller's whole budget)
         return _reraise(solve(problem, budget))
     from partitioner.solvers.bounds import lower_bound, makespan_bound
 
@@ -203,7 +203,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
                 budget.offer(problem, devices, cuts)
     listed = Budget(None if budget is None else budget.left(0.0) if budget.deadline else None)
     period = dataclasses.replace(problem, objective="throughput")
-    if problem.objective == "makespan" and applies(period):  # (period, T) optimum: a T(M) incumbent
+    if problem.objective == "makespan" and _lattice_applies(period):  # (period, T) optimum: a T(M) incumbent
         found = _reraise(solve(period, Budget(listed.left(0.0) if listed.deadline else None)))
         plans.append((found.devices, found.cuts))
         if budget is not None:
