@@ -1,7 +1,7 @@
-"""The link-distinct Held-Karp path (`dp.subsets`) and the class relaxation (`dp.relax`) against
+"""The link-distinct Held-Karp path (`dp.distinct`, `dp.subsets`) and the class relaxation (`dp.relax`) against
 the exhaustive oracle, on seeded small problems of every link structure (L <= 9, G <= 5).
 
-`subsets.solve` is called directly (the lattice would take these small instances), for every
+`distinct.solve` is called directly (the lattice would take these small instances), for every
 objective and regime: its key must equal the optimum
 within the 1e-9 tie rule, its plan must fit and be scored exactly. The relaxed problem's optimum
 (every link replaced by its class pair's fastest) must never exceed the true optimum, for every
@@ -20,7 +20,7 @@ from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables, Problem, evaluate, lex_compare, objective_key
 from partitioner.solvers import dp
 from partitioner.solvers.budget import Budget
-from partitioner.solvers.dp import relax, subsets
+from partitioner.solvers.dp import distinct, relax, subsets
 
 TABLES = 240
 SERVED = tuple((o, r) for o in ("balanced", "throughput", "makespan") for r in ("async", "blocking"))
@@ -42,9 +42,9 @@ def test_subsets_equal_exhaustive(kind: str, guided: bool, monkeypatch: pytest.M
             best = want[objective, regime]
             if best is None:
                 with pytest.raises(InfeasibleError):
-                    subsets.solve(p, Budget(None))
+                    distinct.solve(p, Budget(None))
                 continue
-            got = subsets.solve(p, Budget(None))
+            got = distinct.solve(p, Budget(None))
             assert got.optimal and got.status == "OPTIMAL"
             assert lex_compare(got.objective, best) == 0, (seed, kind, objective, regime, M, got, best)
             m = evaluate(p, got.devices, got.cuts)
@@ -101,8 +101,8 @@ def test_dispatch_takes_link_distinct_makespan_beyond_the_lattice() -> None:
 def test_timed_out_search_reports_a_real_bound() -> None:
     t = _distinct(10, 30, 4)
     p = Problem(t, M=8, objective="makespan", regime="blocking", order="free", time_limit_s=0.05)
-    got = subsets.solve(p, Budget(0.05))
-    exact = subsets.solve(dataclasses.replace(p, time_limit_s=None), Budget(None))
+    got = distinct.solve(p, Budget(0.05))
+    exact = distinct.solve(dataclasses.replace(p, time_limit_s=None), Budget(None))
     assert 0 < got.lower_bound <= exact.objective[0] * (1 + 1e-9)
     assert got.objective[0] >= exact.objective[0] * (1 - 1e-9)
 

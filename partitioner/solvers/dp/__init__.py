@@ -21,7 +21,7 @@ import numpy as np
 from partitioner.errors import InfeasibleError, InputError, SolverError
 from partitioner.problem import Problem, Solution, evaluate, explain_infeasible, lex_compare, objective_key
 from partitioner.solvers.budget import Budget, TimeUp
-from partitioner.solvers.dp import subsets
+from partitioner.solvers.dp import distinct
 from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.lattice import Lattice, lattice_size
 from partitioner.solvers.dp.makespan import min_makespan
@@ -54,8 +54,8 @@ def work(problem: Problem) -> dict[str, int]:
 
 
 def applies(problem: Problem) -> bool:
-    """`_lattice_applies`, or link-distinct free order within `subsets.applies` (Held-Karp)."""
-    return _lattice_applies(problem) or subsets.applies(problem)
+    """`_lattice_applies`, or link-distinct free order within `distinct.applies` (Held-Karp over subsets)."""
+    return _lattice_applies(problem) or distinct.applies(problem)
 
 
 def _lattice_applies(problem: Problem) -> bool:
@@ -94,8 +94,8 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")
     if budget is None:
         budget = Budget(problem.time_limit_s)
-    if not _lattice_applies(problem) or subsets.preferred(problem):
-        return subsets.solve(problem, budget)
+    if not _lattice_applies(problem) or distinct.preferred(problem):
+        return distinct.solve(problem, budget)
     try:
         return _solve(problem, budget)
     except (TimeUp, KeyboardInterrupt) as exc:
@@ -188,7 +188,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     and, in free order, the tau*-attaining plan of the reachability DP. It is reported with
     optimal=False and as lower bound the best of `bounds.lower_bound` (fluid LP, memory floor)
     and the exact free-order tau* (the period itself, or the makespan bound built on it)."""
-    if _lattice_applies(problem):  # (subsets' search would spend the caller's whole budget)
+    if _lattice_applies(problem):  # (the subset search would spend the caller's whole budget)
         return _reraise(solve(problem, budget))
     from partitioner.solvers.bounds import lower_bound, makespan_bound
 
