@@ -32,7 +32,7 @@ Plan = tuple[float, tuple[int, ...], tuple[int, ...]]
 INF = float(np.inf)
 BEAM = 64  # states per level kept by the heuristic (beam) pass that finds incumbents
 SMALL_G = 8  # up to here the exact steps are cheap: no heuristic H (zeros) and no default deadline
-MAX_CELLS = 30_000_000  # states x layers one level of the exact search may hold (~240 MB per array)
+MAX_CELLS = 10_000_000  # states x layers one level of the exact search may hold (80 MB per array)
 CHUNK = 2_000_000  # elements per temporary (rows x L x w) block
 
 
