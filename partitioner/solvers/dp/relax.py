@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from partitioner.problem import CostTables
 from partitioner.solvers.dp.lattice import Lattice
@@ -85,7 +86,19 @@ def to_go(
     lat, L = co.lat, T.L
     J, K = L + 1, lat.T
     H = np.full((lat.coords.shape[0], K, J), INF)
-    bands = [_forward_band(T.C[int(T.cost_id[lat.classes[c][0]])], tau_cap) for c in range(K)]
+    SD, closing = [], []  # per class c: stage + delay (J, w) towards each c2, and the closing stage
+    for c in range(K):
+        Cf = _forward_band(T.C[int(T.cost_id[lat.classes[c][0]])], tau_cap)
+        w = Cf.shape[1]
+        end = np.arange(J)[:, None] + np.arange(1, w + 1)[None, :]  # > L: Cf is inf there
+        endc = np.minimum(end, L)
+        closing.append(np.where((end == L) & (Cf <= sigma_cap), Cf, INF).min(axis=1))  # sigma = tau (Thm 3)
+        row = []
+        for c2 in range(K):
+            Dv = co.Dmin[c, c2][endc]  # (J, w): the cut at each stage end
+            stage = Cf if sigma_cap == INF else np.where(Cf + Dv <= sigma_cap, Cf, INF)
+            row.append(stage + Dv)
+        SD.append(row)
     for idx in lat.levels[1:]:
         if check is not None:
             check()
@@ -94,21 +107,17 @@ def to_go(
             if rows.size == 0:
                 continue
             prev = rows - lat.stride[c]
-            Cf = bands[c]
-            w = Cf.shape[1]
-            end = np.arange(J)[:, None] + np.arange(1, w + 1)[None, :]  # > L: Cf is inf there
-            endc = np.minimum(end, L)
-            closing = np.where((end == L) & (Cf <= sigma_cap), Cf, INF).min(axis=1)  # sigma = tau (Thm 3)
-            best = np.repeat(closing[None, :], rows.size, axis=0)
+            w = SD[c][0].shape[1]
+            best = np.repeat(closing[c][None, :], rows.size, axis=0)
             have = lat.coords[prev] >= 1  # (n, K): classes still left after this device
             for c2 in range(K):
                 sel = np.flatnonzero(have[:, c2])
                 if sel.size == 0:
                     continue
-                Dv = co.Dmin[c, c2][endc]  # (J, w): the cut at each stage end
-                stage = Cf if sigma_cap == INF else np.where(Cf + Dv <= sigma_cap, Cf, INF)
-                val = (stage + Dv)[None] + H[prev[sel], c2][:, endc]
-                best[sel] = np.minimum(best[sel], val.min(axis=2))
+                ext = np.full((sel.size, J + w), INF)
+                ext[:, :J] = H[prev[sel], c2]
+                ahead = sliding_window_view(ext, w, axis=1)[:, 1:J + 1]  # [n, j, k-1] = H at j + k
+                best[sel] = np.minimum(best[sel], (SD[c][c2][None] + ahead).min(axis=2))
             H[rows, c] = best
     return H
 

@@ -34,6 +34,7 @@ BEAM = 64  # states per level kept by the heuristic (beam) pass that finds incum
 SMALL_G = 8  # up to here the exact steps are cheap: no heuristic H (zeros) and no default deadline
 MAX_CELLS = 10_000_000  # states x layers one level of the exact search may hold (80 MB per array)
 CHUNK = 2_000_000  # elements per temporary (rows x L x w) block
+H_CACHE = 25_000_000  # floats of cost-to-go arrays kept between steps (200 MB)
 
 
 class TooBig(Exception):
@@ -56,7 +57,7 @@ class Ctx:
         if self.problem.G <= SMALL_G and key not in self._H:  # small: no pruning needed, H = 0 is admissible
             self._H[key] = np.zeros((self.co.lat.coords.shape[0], self.co.lat.T, self.T.L + 1))
         if key not in self._H:
-            if len(self._H) > 8:
+            if len(self._H) * self.co.lat.coords.shape[0] * self.co.lat.T * (self.T.L + 1) > H_CACHE:
                 self._H.clear()
             self._H[key] = to_go(self.co, self.T, tau_cap, sigma_cap, self.check)
         return self._H[key]
