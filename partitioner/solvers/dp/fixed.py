@@ -95,7 +95,6 @@ def fixed_stages(T: DPTables, mode: str, tau_cap: float, sigma_cap: float) -> Pl
     out_A = np.full((G, nl, J), -1, dtype=np.int64)
     Uall = np.full((G, J), np.inf)
     pk = np.full((G, J), -1, dtype=np.int64)
-    pj = np.full((G, J), -1, dtype=np.int64)
     e_lo, e_hi = np.full(G, J, dtype=np.int64), np.full(G, -1, dtype=np.int64)
     for u in range(G):
         a, b = int(lo[u]), int(hi[u])
@@ -106,11 +105,8 @@ def fixed_stages(T: DPTables, mode: str, tau_cap: float, sigma_cap: float) -> Pl
         if ks.size:
             W = out_W[ks, T.link_id[ks, u], a:b + 1]
             k = W.argmin(axis=0)
-            win = np.arange(b - a + 1)
-            U[a:b + 1] = W[k, win]
-            found = np.isfinite(U[a:b + 1])
-            pk[u, a:b + 1] = np.where(found, ks[k], -1)
-            pj[u, a:b + 1] = np.where(found, out_A[ks[k], T.link_id[ks[k], u], a + win], -1)
+            U[a:b + 1] = W[k, np.arange(b - a + 1)]
+            pk[u, a:b + 1] = ks[k]  # the start there is read from out_A when backtracking
         if a == 0:
             U[0] = 0.0
         lids = T.successor_links(u)
@@ -124,7 +120,7 @@ def fixed_stages(T: DPTables, mode: str, tau_cap: float, sigma_cap: float) -> Pl
         Wu, Au = _relax_ends(U, Cb, T.Dstack[lids, e0:e1 + 1], mode, sigma_cap, e0, e1)
         out_W[u, lids, e0:e1 + 1], out_A[u, lids, e0:e1 + 1] = Wu, Au
         e_lo[u], e_hi[u] = e0, e1
-    last = np.array([T.C[int(c)][:, L] for c in T.cost_id])  # C_u(j, L): the closing stage
+    last = np.stack([C[:, L] for C in T.C])[T.cost_id]  # C_u(j, L): the closing stage
     last = np.where(last <= (tau_cap if mode == "max" else min(tau_cap, sigma_cap)), last, np.inf)
     V = np.maximum(Uall, last) if mode == "max" else Uall + last
     k, j = (int(x) for x in np.unravel_index(int(V.argmin()), V.shape))
@@ -133,7 +129,8 @@ def fixed_stages(T: DPTables, mode: str, tau_cap: float, sigma_cap: float) -> Pl
         return np.inf, (), ()
     devices, cuts = [k], [L, j]
     while j > 0:
-        k, j = int(pk[k, j]), int(pj[k, j])
+        prev = int(pk[k, j])
+        k, j = prev, int(out_A[prev, T.link_id[prev, k], j])
         devices.append(k)
         cuts.append(j)
     return value, tuple(reversed(devices)), tuple(reversed(cuts))
