@@ -19,7 +19,7 @@ from oracle import KINDS, instance, oracle
 from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables, Problem, evaluate, lex_compare, objective_key
 from partitioner.solvers import dp
-from partitioner.solvers.budget import Budget
+from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.dp import distinct, relax, subsets
 
 TABLES = 240
@@ -131,3 +131,22 @@ def test_fixed_windows_hold_every_start_of_every_fitting_plan(seed: int) -> None
                     for s, g in enumerate(devices):
                         assert lo[g] <= cuts[s] <= hi[g], (seed, devices, cuts, lo, hi)
 
+
+
+@pytest.mark.parametrize("objective,regime", SERVED)
+def test_a_search_stopped_at_once_keeps_a_positive_bound(objective: str, regime: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the deadline right after the tau* plan: the plan and a bound in (0, optimum]."""
+    t = _distinct(10, 30, 5)
+    p = Problem(t, M=1, objective=objective, regime=regime, order="free")  # type: ignore[arg-type]
+    exact = distinct.solve(p, Budget(None))
+    calls = {"n": 0}
+
+    def soon(self: Budget) -> None:
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise TimeUp
+
+    monkeypatch.setattr(Budget, "check", soon)
+    got = distinct.solve(p, Budget(None))
+    assert 0 < got.lower_bound <= exact.objective[0] * (1 + 1e-9)
+    assert got.objective[0] >= exact.objective[0] * (1 - 1e-9)

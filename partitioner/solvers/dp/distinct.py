@@ -102,9 +102,8 @@ def _lexi(ctx: Ctx, budget: Budget, found: dict[str, float]) -> Plan:
         raise InfeasibleError(explain_infeasible(problem.tables))
     tau = seed[0]
     sigma_first = problem.objective == "throughput" and problem.regime == "blocking"
-    if not sigma_first:
-        found["lower"] = tau
-        budget.bound(tau)
+    found["lower"] = tau  # the period: tau_max >= tau*, and sigma_max >= tau_max
+    budget.bound(tau)
     tau_cap, sigma_cap, inc = (INF if sigma_first else cap(tau)), INF, seed
     if problem.objective == "balanced" or sigma_first:
         sigma, inc = _sigma_step(ctx, budget, found, tau_cap, tau, seed, first=sigma_first)
@@ -216,8 +215,9 @@ def _makespan(ctx: Ctx, budget: Budget, found: dict[str, float]) -> Plan:
         raise InfeasibleError(explain_infeasible(problem.tables))
     tau = seed[0]
     best, (best_T, _) = seed, T_of(seed)
+    found["lower"] = M * tau  # T >= (M-1) tau_max + tau_max, and tau_max >= tau*
     work = ctx.relaxed(INF, INF)  # <= sum sigma of every plan
-    found["lower"] = (M - 1) * tau + work
+    found["lower"] = (M - 1) * tau + max(work, tau)  # sum sigma >= tau_max >= tau*
     if M == 1:
         plan = sum_step(ctx, INF, INF, best_T)
         return plan if plan[1] else best
