@@ -1,9 +1,12 @@
 """Running CP-SAT: parameters, the time budget over lexicographic phases, progress, Ctrl-C.
 
-Workers: `WORKERS` = the machine's cores (at most 8), with `interleave_search=True` and a
-fixed `random_seed`, so the subsolvers run in deterministic batches: on one machine a solve
-that ends by proof (OPTIMAL/INFEASIBLE) returns the same plan on every run. A solve cut off
-by its wall-clock limit depends on how far it got, so FEASIBLE results may differ between runs.
+Workers: `workers()` = the cores this process may use (its CPU affinity, capped by a cgroup
+CPU quota, at most 8) minus the cores other processes keep busy (the 1-minute load average less one for the caller),
+at least 1, so a shared machine is not oversubscribed; `PARTITIONER_CPSAT_WORKERS` pins the
+count. With `interleave_search=True` and a fixed `random_seed` the subsolvers run in
+deterministic batches: for a given worker count a solve that ends by proof (OPTIMAL/INFEASIBLE)
+returns the same plan on every run (pin the count to get the same plan under any load). A
+solve cut off by its wall-clock limit depends on how far it got, so FEASIBLE results may differ.
 
 Presolve: CP-SAT 9.15's presolve returned a wrong OPTIMAL and a false INFEASIBLE on models
 this planner builds (two reproducers: docs/cpsat-presolve.md); both come from its inclusion
@@ -29,7 +32,7 @@ from partitioner.solvers.cpsat.ticks import Ticks
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
-    "WORKERS",
+    "workers",
     "SEED",
     "Progress",
     "ProgressFn",
@@ -41,7 +44,7 @@ __all__ = [
 ]
 
 DEFAULT_TIME_LIMIT_S = 10.0  # total over all phases when Problem.time_limit_s is None
-WORKERS = max(1, min(8, os.cpu_count() or 1))
+MAX_WORKERS = 8
 SEED = 0
 FIRST_PHASE_SHARE = 0.6  # the bottleneck phase is the hard one; later phases get the rest
 MIN_PHASE_S = 0.05
@@ -53,6 +56,36 @@ PROBING_LEVEL = 1  # level 2 (default) spent 5 s of wall time probing at L=40, G
 ProgressFn = Callable[[float, float, float], None]
 
 
+def usable_cpus() -> int:
+    """Cores this process may run on: its affinity mask, capped by a cgroup v2 CPU quota."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, int(float(quota) // float(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
+def workers() -> int:
+    """CP-SAT threads for one solve (module doc): PARTITIONER_CPSAT_WORKERS if set, else the
+    usable cores left idle by other processes, between 1 and MAX_WORKERS."""
+    pinned = os.environ.get("PARTITIONER_CPSAT_WORKERS", "").strip()
+    if pinned.isdigit() and int(pinned) > 0:
+        return min(int(pinned), MAX_WORKERS)
+    n = usable_cpus()
+    try:
+        busy = max(0.0, os.getloadavg()[0] - 1.0)  # the caller itself keeps about one core busy
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, min(MAX_WORKERS, n - int(busy + 0.5)))
+
+
 def phase_limit(budget_s: float, elapsed_s: float, k: int, n: int) -> float:
     """Wall-clock seconds for phase k of n: a share of what is left (unused time rolls over)."""
     left = max(budget_s - elapsed_s, 0.0)
@@ -61,11 +94,11 @@ def phase_limit(budget_s: float, elapsed_s: float, k: int, n: int) -> float:
 
 
 def make_solver(limit_s: float) -> cp_model.CpSolver:
-    """A CP-SAT solver with a time limit, `WORKERS` workers, deterministic interleaved search."""
+    """A CP-SAT solver with a time limit, `workers()` workers, deterministic interleaved search."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.max_time_in_seconds = float(limit_s)
-    p.num_workers = WORKERS
+    p.num_workers = workers()
     p.interleave_search = True
     p.random_seed = SEED
     p.cp_model_probing_level = PROBING_LEVEL

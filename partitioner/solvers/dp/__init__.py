@@ -22,6 +22,7 @@ import numpy as np
 from partitioner.errors import InfeasibleError, InputError, SolverError
 from partitioner.problem import Problem, Solution, evaluate, explain_infeasible, lex_compare, objective_key
 from partitioner.solvers.budget import Budget, TimeUp
+from partitioner.solvers.dp import distinct
 from partitioner.solvers.dp.fixed import Plan
 from partitioner.solvers.dp.lattice import Lattice, lattice_size
 from partitioner.solvers.dp.makespan import min_makespan
@@ -58,6 +59,11 @@ def work(problem: Problem) -> dict[str, int]:
 
 
 def applies(problem: Problem) -> bool:
+    """`_lattice_applies`, or link-distinct free order within `distinct.applies` (Held-Karp over subsets)."""
+    return _lattice_applies(problem) or distinct.applies(problem)
+
+
+def _lattice_applies(problem: Problem) -> bool:
     """True when `solve` is exact and affordable: always in fixed order (polynomial) unless the
     cost matrices would not fit MAX_MATRIX; in free order when the (cost, capacity) lattice is
     <= MAX_TAU_LATTICE and the link-aware state bound is <= MAX_STAGE_WORK (divided by
@@ -94,6 +100,8 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")
     if budget is None:
         budget = Budget(problem.time_limit_s)
+    if not _lattice_applies(problem) or distinct.preferred(problem):
+        return distinct.solve(problem, budget)
     try:
         return _solve(problem, budget)
     except (TimeUp, KeyboardInterrupt) as exc:
@@ -219,7 +227,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
     and, in free order, the tau*-attaining plan of the reachability DP. It is reported with
     optimal=False and as lower bound the best of `bounds.lower_bound` (fluid LP, memory floor)
     and the exact free-order tau* (the period itself, or the makespan bound built on it)."""
-    if applies(problem):
+    if _lattice_applies(problem):  # (the subset search would spend the caller's whole budget)
         return _reraise(solve(problem, budget))
     from partitioner.solvers.bounds import lower_bound, makespan_bound
 
@@ -240,7 +248,7 @@ def hint(problem: Problem, budget: Budget | None = None) -> Solution:
                 budget.offer(problem, devices, cuts)
     listed = Budget(None if budget is None else budget.left(0.0) if budget.deadline else None)
     period = dataclasses.replace(problem, objective="throughput")
-    if problem.objective == "makespan" and applies(period):  # (period, T) optimum: a T(M) incumbent
+    if problem.objective == "makespan" and _lattice_applies(period):  # (period, T) optimum: a T(M) incumbent
         found = _reraise(solve(period, Budget(listed.left(0.0) if listed.deadline else None)))
         plans.append((found.devices, found.cuts))
         if budget is not None:
