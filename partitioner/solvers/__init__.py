@@ -43,13 +43,12 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
     """The exact DP wherever it applies, CP-SAT (seeded by what the DP found: its tau* plan and
     bound) otherwise, all within one wall-clock budget (`problem.time_limit_s`, CP-SAT's 10 s
     default when unset); past it, or on Ctrl-C, the best plan so far with its bound."""
-    from partitioner.solvers.budget import Budget, TimeUp
+    from partitioner.solvers.budget import DEFAULT_TIME_LIMIT_S, Budget, TimeUp
 
     dp = importlib.import_module(SOLVERS["dp"])
     if dp.applies(problem):  # ortools is not even imported then (0.5 s)
         return dp.solve(problem, Budget(problem.time_limit_s, progress))
-    cpsat = importlib.import_module(SOLVERS["cpsat"])
-    limit = cpsat.DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s
+    limit = DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s
     budget = Budget(limit, progress)
     try:
         seed = dp.hint(problem, budget)
@@ -66,4 +65,5 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
     if links > MAX_CPSAT_LINKS or links * BUILD_S_PER_LINK > 0.5 * budget.left(limit):
         return budget.best_solution("FEASIBLE") or seed  # no time (or memory) to build the CP-SAT model
     budget.solver = "cpsat"
+    cpsat = importlib.import_module(SOLVERS["cpsat"])  # ortools only now: 0.5-0.8 s of imports
     return cpsat.solve(problem, progress=progress, hint=seed, budget=budget, **kwargs)

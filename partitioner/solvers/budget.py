@@ -16,7 +16,9 @@ from collections.abc import Callable
 
 from partitioner.problem import Problem, Solution, evaluate, lex_compare, objective_key
 
-__all__ = ["Budget", "TimeUp", "ProgressFn", "QUIET_S"]
+DEFAULT_TIME_LIMIT_S = 10.0  # the whole search's wall clock when Problem.time_limit_s is None (auto, CP-SAT)
+
+__all__ = ["Budget", "TimeUp", "ProgressFn", "QUIET_S", "DEFAULT_TIME_LIMIT_S"]
 
 ProgressFn = Callable[[float, float, float], None]
 QUIET_S = 1.0  # solves shorter than this print nothing

@@ -1,4 +1,4 @@
-"""`cpsat`: the planning problem as an OR-Tools CP-SAT model (issue 4, docs/algorithms.md §5).
+"""`cpsat`: the planning problem as an OR-Tools CP-SAT model (docs/algorithms.md §5).
 
 `solve(problem)` builds the model of `model.py` once on integer ticks (`ticks.py`) and
 minimises the components of `problem.objective_key` lexicographically, one phase each:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from partitioner.solvers.budget import DEFAULT_TIME_LIMIT_S
 from partitioner.solvers.cpsat.ticks import Ticks
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "extra_parameters",
 ]
 
-DEFAULT_TIME_LIMIT_S = 10.0  # total over all phases when Problem.time_limit_s is None
 MAX_WORKERS = 8
 SEED = 0
 FIRST_PHASE_SHARE = 0.6  # the bottleneck phase is the hard one; later phases get the rest

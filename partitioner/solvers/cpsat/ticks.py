@@ -3,7 +3,7 @@
 CP-SAT only reasons about integers, so `time_scale` picks one power-of-two number of ticks
 per second (house rule 4: the scaling lives in one named helper) and `build_ticks` rounds
 each *primitive* number once: c[g][l] and the link delay d(g, h, l) = alpha(g, h) +
-b[l] / beta(g, h) of a cut after layer l (issue 4, problem.link_delay). Sums of ticks are
+b[l] / beta(g, h) of a cut after layer l (problem.link_delay). Sums of ticks are
 then exact integers, so plans whose stage times are sums of the same numbers tie exactly.
 
 Rounding error: a stage sum of at most L rounded terms is off by at most L/2 ticks, a

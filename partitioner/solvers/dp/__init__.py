@@ -1,4 +1,4 @@
-"""`dp`: the exact dynamic-programming solver (issue 4; docs/algorithms.md §3).
+"""`dp`: the exact dynamic-programming solver (docs/algorithms.md §3).
 
 Steps: the period tau* (§3a fixed order, §3b free order over device classes with bisection,
 and a plan attaining it backtracked from the reachability DP), the lexicographic sigma step
@@ -91,7 +91,7 @@ def _space(problem: Problem, banded_ok: bool = True, known_tau: Plan | None = No
 
 
 def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Solution:
-    """The exact optimum of `problem` (issue 4 objectives); raises InputError when the instance is
+    """The exact optimum of `problem` (the objectives of docs/algorithms.md §1); raises InputError when the instance is
     outside `applies` and InfeasibleError when no plan fits the memory limits. Past the time
     limit (`problem.time_limit_s`, or the caller's `budget`) or on Ctrl-C it returns the best
     plan found so far with optimal=False and its lower bound (SolverError / KeyboardInterrupt

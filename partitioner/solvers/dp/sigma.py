@@ -1,4 +1,4 @@
-"""The lexicographic steps after the period (issue 4, docs/algorithms.md §3c).
+"""The lexicographic steps after the period (docs/algorithms.md §3c).
 
 balanced:            tau* = min tau_max; sigma* = min sigma_max s.t. tau_s <= tau*;
                      then min sum_s sigma_s s.t. tau_s <= tau*, sigma_s <= sigma*

@@ -1,10 +1,10 @@
 """Arrays every DP step reads: interval costs, memory fit, link delays, device classes.
 
-Notation (docs/algorithms.md "Notation", issue 4): P_g is the prefix sum of c[g][.], so the compute
+Notation (docs/algorithms.md "Notation"): P_g is the prefix sum of c[g][.], so the compute
 time of stage [i, j) on device g is C_g(i, j) = P_g[j] - P_g[i], set to +inf when the layers do
 not fit in C_g's memory (`problem.stage_memory` semantics, tied embeddings included) or j <= i.
 The delay of a cut at position j (after layer j-1) from g to h is
-d(g, h, j) = alpha(g, h) + b[j-1] / beta(g, h) (issue 3), +inf at j = 0 and j = L (no cut there).
+d(g, h, j) = alpha(g, h) + b[j-1] / beta(g, h) (docs/costmodel.md §4), +inf at j = 0 and j = L (no cut there).
 """
 
 from __future__ import annotations
