@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from partitioner.problem import CostTables, Problem
-from partitioner.registry import EXACT_CHOICES
 from partitioner.result import Plan
 
 __all__ = ["plan", "build_problem", "tables_for", "solve_problem", "serve_plan", "load_inputs", "with_metadata",
@@ -72,15 +71,11 @@ def solve_problem(
     and an exact solver, only device orders that engine can launch are searched
     (partitioner.solvers.engine_order; node addresses from `cluster`)."""
     from partitioner import solvers
+    from partitioner.solvers.engine_rule import order_rule
 
-    if engine not in (None, "generic") and solver in EXACT_CHOICES:
-        from partitioner.solvers import engine_order
-
-        address = {}
-        if cluster is not None:
-            address = {n: a for n in {d.node for d in cluster.devices} if (a := cluster.address_of(n))}
-        exclude = engine_order.unsupported_devices(problem.tables, engine)
-        return Plan.from_solution(problem, engine_order.solve(problem, engine, solver, address, exclude))
+    rule = order_rule(engine, solver, cluster, problem.tables)
+    if rule is not None:
+        return Plan.from_solution(problem, rule.solve(problem))
     kwargs: dict[str, Any] = {}
     if progress is not None and solver in ("auto", "cpsat"):
         kwargs["progress"] = progress
@@ -192,10 +187,15 @@ def serve_plan(
     batches = _profile_batches(model)
     if batches == []:
         raise InputError(f"{model.name}: the batch tables of its layers cover no common batch size")
+    from partitioner.solvers.engine_rule import order_rule
+
+    def tables_at(B: int) -> CostTables:
+        return build_tables(model.with_batch(B, 1), cluster, engine=engine)
+
+    rule = order_rule(engine, solver, cluster, tables_at(batches[0] if batches else 1))
     result = search(
-        lambda B: build_tables(model.with_batch(B, 1), cluster, engine=engine), batches, regime=regime,
-        order=order or str(getattr(cluster, "order", "free")), solver=solver, limits=limits,
-        time_limit_s=time_limit_s, progress=progress,
+        tables_at, batches, regime=regime, order=order or str(getattr(cluster, "order", "free")), solver=solver,
+        limits=limits, time_limit_s=time_limit_s, progress=progress, rule=rule,
     )
     best = result.best
     out = Plan.from_solution(best.problem, best.solution)

@@ -106,9 +106,6 @@ def plan(
         result = serve_plan(model, cluster, regime=regime, solver=solver, order=order,
                             time_limit_s=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
                             progress=_serve_progress, engine=engine)
-        if engine not in (None, "generic"):
-            click.echo(f"note: --objective serve costs with --engine {engine} but does not restrict the device "
-                       "order to the ones it can launch", err=True)
     else:
         problem = build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
                                 time_limit_s=time_limit, engine=engine)

@@ -117,11 +117,11 @@ def _launch(engine: str | None, solver: str, order: str, cluster: Any) -> Any:
     one-GPU stages), for free order and an exact solver; None otherwise."""
     from partitioner.deploy.launch import Launch
     from partitioner.registry import EXACT_CHOICES, LAUNCH_TARGETS
+    from partitioner.solvers.engine_rule import addresses
 
     if engine not in LAUNCH_TARGETS or solver not in EXACT_CHOICES or order != "free":
         return None
-    nodes = {d.node for d in cluster.devices}
-    return Launch(engine, solver, {n: a for n in nodes if (a := cluster.address_of(n))})
+    return Launch(engine, solver, addresses(cluster))
 
 
 def plan_deployment(

@@ -49,6 +49,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Protocol
 
 import numpy as np
 
@@ -74,11 +75,20 @@ TIGHTEN_MAX_SIZE = 1000  # G·L above which a makespan solve takes seconds: no t
 BASELINE_POINTS = 4  # points whose bound could beat the best that also try the baselines' splits
 
 
+class Rule(Protocol):
+    """An engine's device-order rule (partitioner.solvers.engine_order): every split the search
+    keeps is one the engine launches, so each solve and every baseline candidate goes through it."""
+
+    def solve(self, problem: Problem) -> Solution: ...
+
+    def admits(self, problem: Problem, solution: Solution) -> bool: ...
+
+
 class _Search:
     def __init__(self, tables_at: Callable[[int], CostTables], regime: str, order: str, *, solver: str,
-                 limits: Limits, deadline: float | None, exact: bool) -> None:
+                 limits: Limits, deadline: float | None, exact: bool, rule: Rule | None = None) -> None:
         self.tables_at, self.regime, self.order, self.solver = tables_at, regime, order, solver
-        self.limits, self.deadline, self.exact = limits, deadline, exact
+        self.limits, self.deadline, self.exact, self.rule = limits, deadline, exact, rule
         self.solves = self.points = 0
         self.ok: list[Point] = []
         self.all: list[Point] = []
@@ -103,7 +113,6 @@ class _Search:
         each gives a bound P* >= K·(T*(m) + d_ret_lb) / (K + m - 1) and a split, scored too; then
         the baselines' splits. Points are taken by falling bound, so the first that cannot beat
         the best ends it (the best only rises)."""
-        from partitioner import solvers
 
         t = self.all[0].problem.tables
         budget = TIGHTEN_SOLVES if t.G * t.L <= TIGHTEN_MAX_SIZE else 0
@@ -119,7 +128,7 @@ class _Search:
                 problem = replace(p.problem, M=m, objective="makespan")
                 self.solves += 1
                 try:
-                    sol = solvers.solve(problem, self.solver)
+                    sol = self.exact_solve(problem)
                 except InfeasibleError:
                     break
                 p.period_lb = max(p.period_lb, K * (sol.lower_bound + d_ret_lb) / (K + m - 1))
@@ -144,24 +153,28 @@ class _Search:
             except PartitionerError:
                 continue  # this baseline cannot split the model over these devices (e.g. fewer layers)
             self.solves += 1
-            if sol.feasible:
+            if sol.feasible and (self.rule is None or self.rule.admits(p.problem, sol)):
                 self.candidate(p, p.problem, sol)
 
     def timed_out(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
 
     def solve(self, t: CostTables, K: int) -> tuple[Problem, Solution] | None:
-        from partitioner import solvers
-
         left = None if self.deadline is None else max(0.1, self.deadline - time.monotonic())
         problem = Problem(t, M=K, regime=self.regime, objective="throughput", order=self.order,  # type: ignore[arg-type]
                           time_limit_s=left)
         self.solves += 1
         try:
-            sol = solvers.solve(problem, self.solver)
+            sol = self.exact_solve(problem)
         except InfeasibleError:
             return None
         return (problem, sol) if sol.feasible else None
+
+    def exact_solve(self, problem: Problem) -> Solution:
+        """The solver on `problem`, under the engine's order rule when one is given."""
+        from partitioner import solvers
+
+        return solvers.solve(problem, self.solver) if self.rule is None else self.rule.solve(problem)
 
     def score(self, problem: Problem, sol: Solution, r_lb: float) -> Point:
         m = evaluate(problem, sol.devices, sol.cuts)
@@ -249,6 +262,7 @@ def search(
     limits: Limits | None = None,
     time_limit_s: float | None = None,
     progress: Callable[[int, float, float], None] | None = None,
+    rule: Rule | None = None,
 ) -> SearchResult:
     """The best (B, K, split) and the Pareto frontier (module doc). `batches=None`: the roofline
     grid up to the memory limit; else the given batch sizes in rising order. `progress(B, best
@@ -260,7 +274,7 @@ def search(
     t0 = time.monotonic()
     deadline = None if time_limit_s is None else t0 + time_limit_s
     run = _Search(tables_at, regime, order, solver=solver, limits=limits, deadline=deadline,
-                  exact=solver not in BASELINES)
+                  exact=solver not in BASELINES, rule=rule)
     cap = min(limits.max_batch or MAX_BATCH, MAX_BATCH)
     grid = batch_grid(cap) if batches is None else [b for b in batches if b <= cap]
     if not grid:
