@@ -116,3 +116,29 @@ def test_engine_on_the_tp_path_prints_a_plan_vllm_runs_as_planned(tmp_path: Path
     assert r.exit_code == 0, r.output
     r = runner.invoke(main, ["export", str(launched), "--to", "vllm", "--strict"])
     assert r.exit_code == 0 and "cannot express" not in r.output, r.output
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_serve_replica_keeps_to_the_launch_order(seed: int) -> None:
+    """Each replica's serve search (partitioner.deploy.serve) under vLLM's rule: the plan it
+    returns is launchable, and never beats the same search without the rule."""
+    from partitioner.deploy.serve import serve_inputs
+
+    model, cluster = _instance(seed)
+    devices = list(range(len(cluster.devices)))
+    kw = dict(tp="uniform", engine=None, regime="async", order="free", solver="auto", tpot_ms=None, ttft_ms=None,
+              max_batch=4, deadline=None)
+    free, _ = serve_inputs(model, cluster, **kw)
+    ruled, _ = serve_inputs(model, cluster, launch=Launch("vllm"), **kw)
+    try:
+        want = free(devices)
+    except InfeasibleError:
+        return
+    try:
+        got = ruled(devices)
+    except InfeasibleError:
+        return  # nothing launchable fits: allowed, the free plan is not one vLLM runs
+    gpus = [(st.node, cluster.devices.index(next(d for d in cluster.devices if d.name == m)))
+            for st in got.stages for m in (st.members or (st.device,))]
+    assert _launches("vllm", [st.node for st in got.stages], gpus)
+    assert got.serving.tokens_per_s <= want.serving.tokens_per_s * (1 + 1e-9)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from partitioner.problem import Problem, Solution
 
-__all__ = ["Launch"]
+__all__ = ["Launch", "RowsRule"]
 
 
 @dataclass(frozen=True)
@@ -45,3 +45,21 @@ class Launch:
         from partitioner.solvers import engine_order
 
         return engine_order.realisable(self.engine, problem.tables, devices, self.address, members)
+
+    def on_rows(self, members: Sequence[Sequence[int]]) -> RowsRule:
+        """The rule for problems whose row r runs on GPUs `members[r]` (serving.search's Rule)."""
+        return RowsRule(self, tuple(tuple(m) for m in members))
+
+
+@dataclass(frozen=True)
+class RowsRule:
+    """A `Launch` bound to the rows' GPUs: what `partitioner.serving.search` takes as its rule."""
+
+    launch: Launch
+    members: tuple[tuple[int, ...], ...]
+
+    def solve(self, problem: Problem) -> Solution:
+        return self.launch.solve(problem, self.members)
+
+    def admits(self, problem: Problem, solution: Solution) -> bool:
+        return self.launch.realises(problem, solution.devices, self.members)

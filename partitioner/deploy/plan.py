@@ -193,7 +193,7 @@ def plan_deployment(
 
         serve_value, bound = serve_inputs(model, cluster, tp=tp, engine=engine, regime=regime, order=order_,
                                           solver=solver, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
-                                          deadline=deadline)
+                                          deadline=deadline, launch=launch)
         if count == 1:
             plan = serve_value(list(range(len(cluster.devices))))
             return dataclasses.replace(plan, notes=(*head, *plan.notes))

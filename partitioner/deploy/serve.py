@@ -63,8 +63,10 @@ class ServeUnits:
 
 
 def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
-                  limits: Any, batches: list[int] | None, deadline: float | None) -> Callable[[list[int]], Any]:
-    """devices -> the replica's serve Plan (module doc); `.upper(plan)` its tokens/s upper bound."""
+                  limits: Any, batches: list[int] | None, deadline: float | None,
+                  launch: Any = None) -> Callable[[list[int]], Any]:
+    """devices -> the replica's serve Plan (module doc); `.upper(plan)` its tokens/s upper bound.
+    `launch` (partitioner.deploy.launch): every solve keeps to the orders that engine launches."""
     from partitioner.serving.search import search
 
     relaxation = ServeUnits(model, cluster, tp, engine) if tp == "auto" else None
@@ -81,9 +83,10 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         if not rows:
             return None
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        rule = None if launch is None else launch.on_rows([units.groups[r].members for r in rows])
         try:
             res = search(lambda B: select_rows(units.tables(B)[1], rows), batches, regime=regime, order=order,
-                         solver=solver, limits=limits, time_limit_s=left)
+                         solver=solver, limits=limits, time_limit_s=left, rule=rule)
         except InfeasibleError:
             return None
         groups = tuple(units.groups[r] for r in rows)
@@ -127,7 +130,7 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
 
 def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
                  tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None,
-                 deadline: float | None) -> tuple[Callable[[list[int]], Any], Any]:
+                 deadline: float | None, launch: Any = None) -> tuple[Callable[[list[int]], Any], Any]:
     """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
     from partitioner.api import _positive, _profile_batches
     from partitioner.costs import build_tables
@@ -143,7 +146,7 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
     if batches == []:
         raise InputError(f"{model.name}: the batch tables of its layers cover no common batch size")
     planner = serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order, solver=solver,
-                            limits=limits, batches=batches, deadline=deadline)
+                            limits=limits, batches=batches, deadline=deadline, launch=launch)
     cap = min(max_batch or MAX_BATCH, MAX_BATCH)
     grid = [b for b in (batch_grid(cap) if batches is None else batches) if b <= cap]
     if not grid:
