@@ -172,21 +172,14 @@ def serve_plan(
     import dataclasses
 
     from partitioner.costs import build_tables
-    from partitioner.errors import InputError
     from partitioner.models import load_cluster, load_model
-    from partitioner.serving.search import Limits, search
+    from partitioner.serving.search import search
 
     if isinstance(model, (str, Path)):
         model = load_model(model)
     if isinstance(cluster, (str, Path)):
         cluster = load_cluster(cluster)
-    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
-        raise InputError(f"max_batch must be an integer >= 1 (got {max_batch!r})")
-    tpot, ttft = _positive("tpot_ms", tpot_ms), _positive("ttft_ms", ttft_ms)
-    limits = Limits(None if tpot is None else tpot / 1e3, None if ttft is None else ttft / 1e3, max_batch)
-    batches = _profile_batches(model)
-    if batches == []:
-        raise InputError(f"{model.name}: the batch tables of its layers cover no common batch size")
+    limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)
     from partitioner.solvers.engine_rule import order_rule
 
     def tables_at(B: int) -> CostTables:
@@ -206,6 +199,23 @@ def serve_plan(
         lower_bound=min(top, 1.0 / result.upper_bound), wall_time_s=result.wall_time_s,
         status=out.status if not result.notes else "TIME_LIMIT",
     )
+
+
+def serve_limits(model: Any, tpot_ms: float | None, ttft_ms: float | None,
+                 max_batch: int | None) -> tuple[Any, list[int] | None]:
+    """The serve objective's limits (TPOT/TTFT in ms -> s, the largest batch) and the model's
+    batch grid (None: the roofline grid; a profile's common batch sizes), each value checked."""
+    from partitioner.errors import InputError
+    from partitioner.serving.search import Limits
+
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
+        raise InputError(f"max_batch must be an integer >= 1 (got {max_batch!r})")
+    tpot, ttft = _positive("tpot_ms", tpot_ms), _positive("ttft_ms", ttft_ms)
+    limits = Limits(None if tpot is None else tpot / 1e3, None if ttft is None else ttft / 1e3, max_batch)
+    batches = _profile_batches(model)
+    if batches == []:
+        raise InputError(f"{model.name}: the batch tables of its layers cover no common batch size")
+    return limits, batches
 
 
 def wants_deployment(replicas: int | str, tp: str | None, cluster: Any) -> bool:

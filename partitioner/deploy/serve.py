@@ -132,19 +132,13 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
                  tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None,
                  deadline: float | None, launch: Any = None) -> tuple[Callable[[list[int]], Any], Any]:
     """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
-    from partitioner.api import _positive, _profile_batches
+    from partitioner.api import serve_limits
     from partitioner.costs import build_tables
     from partitioner.deploy.bounds import for_serve
     from partitioner.errors import InputError
-    from partitioner.serving.search import MAX_BATCH, Limits, batch_grid
+    from partitioner.serving.search import MAX_BATCH, batch_grid
 
-    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
-        raise InputError(f"max_batch must be an integer >= 1 (got {max_batch!r})")
-    tpot, ttft = _positive("tpot_ms", tpot_ms), _positive("ttft_ms", ttft_ms)
-    limits = Limits(None if tpot is None else tpot / 1e3, None if ttft is None else ttft / 1e3, max_batch)
-    batches = _profile_batches(model)
-    if batches == []:
-        raise InputError(f"{model.name}: the batch tables of its layers cover no common batch size")
+    limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)
     planner = serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order, solver=solver,
                             limits=limits, batches=batches, deadline=deadline, launch=launch)
     cap = min(max_batch or MAX_BATCH, MAX_BATCH)
