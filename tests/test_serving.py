@@ -120,14 +120,17 @@ def _plans(G: int, L: int):
                 yield devices, (0, *inner, L)
 
 
-def _brute_best(tables: dict[int, CostTables], regime: str) -> float:
-    """max K·B/P over every B, K <= 10 and every split that fits: the serve objective by enumeration."""
+def _brute_best(tables: dict[int, CostTables], regime: str, keep=lambda t, devices: True) -> float:
+    """max K·B/P over every B, K <= 10 and every split that fits (and `keep` admits): the serve
+    objective by enumeration."""
     best = 0.0
     for B, base in tables.items():
         for K in range(1, 11):
             t = with_in_flight(base, K)
             problem = Problem(t, M=K, regime=regime, objective="throughput", order="free")  # type: ignore[arg-type]
             for devices, cuts in _plans(t.G, t.L):
+                if not keep(t, devices):
+                    continue
                 m = evaluate(problem, devices, cuts)
                 if m.fits:
                     P = decode_period(m.tau, m.d, K, return_latency(t, devices), regime=regime)

@@ -12,15 +12,13 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_serving import _hand_tables, _plans
+from test_serving import _brute_best, _hand_tables
 
-from partitioner.analysis.closed_loop import decode_period
 from partitioner.cli import main
 from partitioner.errors import InfeasibleError
 from partitioner.export.vllm import ray_realises
-from partitioner.problem import CostTables, Problem, evaluate
-from partitioner.serving.score import return_latency
-from partitioner.serving.search import search, with_in_flight
+from partitioner.problem import CostTables, Problem
+from partitioner.serving.search import search
 from partitioner.solvers.engine_rule import OrderRule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,22 +39,6 @@ def _launches(engine: str, t: CostTables, devices: tuple[int, ...]) -> bool:
     return len({nodes.count(n) for n in set(nodes)}) == 1
 
 
-def _brute(tables: dict[int, CostTables], regime: str, engine: str) -> float:
-    best = 0.0
-    for B, base in tables.items():
-        for K in range(1, 11):
-            t = with_in_flight(base, K)
-            problem = Problem(t, M=K, regime=regime, objective="throughput", order="free")  # type: ignore[arg-type]
-            for devices, cuts in _plans(t.G, t.L):
-                if not _launches(engine, t, devices):
-                    continue
-                m = evaluate(problem, devices, cuts)
-                if m.fits:
-                    P = decode_period(m.tau, m.d, K, return_latency(t, devices), regime=regime)
-                    best = max(best, K * B / P)
-    return best
-
-
 @settings(max_examples=8, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1), regime=st.sampled_from(["async", "blocking"]),
        engine=st.sampled_from(["vllm", "sglang"]))
@@ -65,7 +47,7 @@ def test_serve_under_the_engine_rule_agrees_with_brute_force(seed, regime, engin
     plain, Bmax = _hand_tables(rng, G=3, L=5)
     tables = {B: dataclasses.replace(t, node_names=NODES) for B, t in plain.items()}
     rule = OrderRule(engine)
-    want = _brute(tables, regime, engine)
+    want = _brute_best(tables, regime, keep=lambda t, devices: _launches(engine, t, devices))
     try:
         res = search(tables.__getitem__, list(range(1, Bmax + 1)), regime=regime, order="free", rule=rule)
     except InfeasibleError:
