@@ -44,8 +44,9 @@ def _set_partitions(items: list[int]):  # every partition of a subset of items (
             yield [*part[:i], [first, *part[i]], *part[i + 1:]]
 
 
-def _brute(model: ModelSpec, cluster: ClusterSpec, replicas: int | None) -> float:
-    """Every partition of the nodes, each part valued by the same per-replica planner."""
+def _brute(model: ModelSpec, cluster: ClusterSpec, replicas: int | None, parts_ok=lambda part: True) -> float:  # type: ignore[no-untyped-def]
+    """Every partition of the devices (only those whose every part `parts_ok` admits), each part
+    valued by the same per-replica planner."""
     from partitioner import solvers
     from partitioner.costs import build_tables
     from partitioner.deploy.plan import replica_planner
@@ -64,14 +65,19 @@ def _brute(model: ModelSpec, cluster: ClusterSpec, replicas: int | None) -> floa
                 value[key] = 0.0
         return value[key]
 
+    return _best_partition(len(cluster.devices), replicas, v, parts_ok)
+
+
+def _best_partition(n: int, replicas: int | None, v, parts_ok=lambda part: True) -> float:  # type: ignore[no-untyped-def]
+    """The largest sum of v(part) over partitions of devices 0..n-1 (unused allowed) into
+    `replicas` parts (any number if None), every part admitted by `parts_ok` and worth > 0."""
     best = 0.0 if replicas is None else -math.inf
-    for part in _set_partitions(list(range(len(cluster.devices)))):
-        if replicas is not None and len(part) != replicas:
+    for part in _set_partitions(list(range(n))):
+        if (replicas is not None and len(part) != replicas) or not all(parts_ok(p) for p in part):
             continue
         vals = [v(p) for p in part]
-        if any(x <= 0 for x in vals):
-            continue
-        best = max(best, sum(vals))
+        if all(x > 0 for x in vals):
+            best = max(best, sum(vals))
     return best
 
 

@@ -9,7 +9,7 @@ import math
 import random
 
 import pytest
-from test_replicas_exact import _set_partitions
+from test_replicas_exact import _best_partition
 
 import partitioner.deploy.replicas as rep
 from partitioner.api import serve_plan
@@ -50,14 +50,7 @@ def _brute(model: ModelSpec, cluster: ClusterSpec, replicas: int | None, **limit
                 value[key] = 0.0
         return value[key]
 
-    best = 0.0 if replicas is None else -math.inf
-    for part in _set_partitions(list(range(len(cluster.devices)))):
-        if replicas is not None and len(part) != replicas:
-            continue
-        vals = [v(p) for p in part]
-        if all(x > 0 for x in vals):
-            best = max(best, sum(vals))
-    return best
+    return _best_partition(len(cluster.devices), replicas, v)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -4,14 +4,12 @@ agrees with a seeded brute force over all device partitions; with whole-node rep
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
-from test_replicas_exact import _set_partitions
+from test_replicas_exact import _brute
 
 from partitioner.deploy.plan import plan_deployment
-from partitioner.errors import InfeasibleError
 from partitioner.models.cluster import ClusterSpec
 from partitioner.models.llm import ModelSpec
 
@@ -30,35 +28,6 @@ def _instance(seed: int, nodes: int = 1) -> tuple[ModelSpec, ClusterSpec]:
                     for i in range(rng.randint(4, 6) if n == 0 else rng.randint(1, 2))]
     links = {"intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}
     return model, ClusterSpec.model_validate({"devices": devices, "links": links, "tp": [1]})
-
-
-def _brute(model: ModelSpec, cluster: ClusterSpec, replicas: int | None, parts_ok=lambda part: True) -> float:  # type: ignore[no-untyped-def]
-    from partitioner import solvers
-    from partitioner.costs import build_tables
-    from partitioner.deploy.plan import replica_planner
-    from partitioner.problem import Problem
-
-    planner = replica_planner(model, cluster, base=build_tables(model, cluster), make=lambda t: Problem(t, M=8),
-                              solve=lambda p: solvers.solve(p, "auto"), tp="off", sizes=(1,), M=8)
-    value: dict[frozenset[int], float] = {}
-
-    def v(devs: list[int]) -> float:
-        key = frozenset(devs)
-        if key not in value:
-            try:
-                value[key] = planner(sorted(devs)).serving.tokens_per_s
-            except InfeasibleError:
-                value[key] = 0.0
-        return value[key]
-
-    best = 0.0 if replicas is None else -math.inf
-    for part in _set_partitions(list(range(len(cluster.devices)))):
-        if (replicas is not None and len(part) != replicas) or not all(parts_ok(p) for p in part):
-            continue
-        vals = [v(p) for p in part]
-        if all(x > 0 for x in vals):
-            best = max(best, sum(vals))
-    return best
 
 
 @pytest.mark.parametrize("seed", range(8))
