@@ -51,6 +51,7 @@ class Ctx:
         self.check = check
         self._H: dict[tuple[float, float], np.ndarray] = {}
         self.states = 0  # subset states kept, over every step (reported in the stats)
+        self.bands: dict[tuple[float, float], tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
 
     def H(self, tau_cap: float, sigma_cap: float) -> np.ndarray:
         key = (tau_cap, sigma_cap) if self.problem.G > SMALL_G else (INF, INF)
@@ -117,33 +118,35 @@ def _expand(
     tau_cap: float, sigma_cap: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The next level: every kept state through one stage and one link to an unused device,
-    pruned by U + H <= ub and merged per (S + h, h) by a grouped minimum."""
+    pruned by U + H <= ub and merged per (S + h, h) by a grouped minimum. The states of every
+    last device go through one set of array operations (`_bands` pads the bands to one width),
+    in row chunks of about CHUNK elements."""
     T, co = ctx.T, ctx.co
     G, J = T.G, T.L + 1
     stride, cls, top = co.lat.stride, co.cls, co.top
     mask, last = key // G, key % G
     if mask.size and mask.size * (G - bin(int(mask[0])).count("1")) * J > MAX_CELLS:
         raise TooBig
+    Cb, D, kmax = _bands(ctx, tau_cap, sigma_cap)
+    src = sources(J, Cb.shape[2])
     vals, keys, cids = [], [], []
-    for g in np.unique(last):
+    step = max(1, CHUNK // (J * Cb.shape[2]))
+    for lo in range(0, key.size, step):
         if ctx.check is not None:
             ctx.check()
-        R = np.flatnonzero(last == g)
-        Cb = T.band(int(g), tau_cap)
-        src = sources(J, Cb.shape[1])
+        R = np.arange(lo, min(lo + step, key.size))
+        g = last[R]
         free = ((mask[R][:, None] >> np.arange(G)[None, :]) & 1) == 0
-        free[:, g] = False
-        Dg = T.Dstack[T.link_id[g]]
-        if sigma_cap == INF:
-            E = _stage(U[R], src, Cb[None])
-            ri, hi = np.nonzero(free)
-            cand = E[ri] + Dg[hi]
-        else:  # the sigma cap C + d(g, h, j') <= cap allows the k <= kmax_h(j') shortest stages
-            kmax = (Cb[None, :, :] + Dg[:, :, None] <= sigma_cap).sum(axis=2)  # (G, J); C grows with k
-            ri, hi = np.nonzero(free)
-            PM = _stage(U[R], src, Cb[None], prefix=True)  # (n, J, w): best start among the k shortest
-            got = PM[ri[:, None], np.arange(J)[None, :], np.maximum(kmax[hi] - 1, 0)]
-            cand = np.where(kmax[hi] > 0, got, INF) + Dg[hi]
+        free[np.arange(R.size), g] = False
+        ri, hi = np.nonzero(free)
+        V = U[R][:, src] + Cb[g]  # (n, J, w): the stage of k layers ending at j'
+        if kmax is None:
+            cand = V.min(axis=2)[ri] + D[g[ri], hi]
+        else:  # the sigma cap C + d(g, h, j') <= cap allows the k <= kmax(g, h, j') shortest stages
+            PM = np.minimum.accumulate(V, axis=2)
+            k = kmax[g[ri], hi]  # (pairs, J)
+            got = PM[ri[:, None], np.arange(J)[None, :], np.maximum(k - 1, 0)]
+            cand = np.where(k > 0, got, INF) + D[g[ri], hi]
         rows = R[ri]
         lb = cand + H[top - cidx[rows], cls[hi]]  # what is left: the unused devices, h among them
         cand = np.where(lb <= ubc, cand, INF)
@@ -160,17 +163,26 @@ def _expand(
     return K[first], C[first], np.minimum.reduceat(V, first, axis=0)
 
 
-def _stage(Urows: np.ndarray, src: np.ndarray, Cb: np.ndarray, prefix: bool = False) -> np.ndarray:
-    """E[r, j'] = min_k U[r, j'-k] + Cb[j', k-1] in row chunks; with `prefix` the running
-    minimum over k = 1..w instead, shape (n, J, w)."""
-    n, J = Urows.shape
-    w = src.shape[1]
-    E = np.empty((n, J, w) if prefix else (n, J))
-    step = max(1, CHUNK // (J * w))
-    for lo in range(0, n, step):
-        V = Urows[lo:lo + step][:, src] + Cb
-        E[lo:lo + step] = np.minimum.accumulate(V, axis=2) if prefix else V.min(axis=2)
-    return E
+def _bands(ctx: Ctx, tau_cap: float, sigma_cap: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per device g: the band Cb[g] (J, w) padded with +inf to one width w, the delays
+    D[g, h] (J,) to every h, and under a sigma cap kmax[g, h, j'] = the number of stage lengths
+    k with C_g(j'-k, j') + d(g, h, j') <= cap (C grows with k, so they are the k shortest)."""
+    key = (tau_cap, sigma_cap)
+    if key not in ctx.bands:
+        T = ctx.T
+        parts = [T.band(g, tau_cap) for g in range(T.G)]
+        w = max(b.shape[1] for b in parts)
+        Cb = np.full((T.G, T.L + 1, w), INF)
+        for g, b in enumerate(parts):
+            Cb[g, :, : b.shape[1]] = b
+        D = T.Dstack[T.link_id]  # (G, G, J)
+        kmax = None
+        if sigma_cap != INF:
+            kmax = np.stack([(Cb[g][None, :, :] + D[g][:, :, None] <= sigma_cap).sum(axis=2) for g in range(T.G)])
+        if len(ctx.bands) > 8:
+            ctx.bands.clear()
+        ctx.bands[key] = (Cb, D, kmax)
+    return ctx.bands[key]
 
 
 def _backtrack(
