@@ -5,7 +5,10 @@ alpha-beta links; algorithms.md §7). `auto` is what `partition plan` runs (the 
 applies, else CP-SAT seeded with the DP's tau* plan and bound); "cp-sat alone" is the CP-SAT
 model without any DP seed or bound (`cpsat.solve(use_dp=False)`), given the same time limit.
 Columns: wall time, proven optimal or not, relative gap of the first objective component
-against the reported lower bound; the speed-up where both prove optimality.
+against the reported lower bound; the speed-up where both prove optimality. Both solvers are
+warmed up on a tiny instance first, so neither column counts module imports; an `auto` run under
+REPEAT_BELOW_S is the median of three runs (a millisecond run is at the mercy of one scheduler
+tick), and CP-SAT runs once.
 
     python benchmarks/solvers.py             # a short run (about a minute on 2 cores)
     python benchmarks/solvers.py --big       # every target row (several minutes; run it once)
@@ -31,6 +34,7 @@ from partitioner.errors import PartitionerError
 from partitioner.problem import Problem, Solution
 
 CPSAT_ALONE_MAX = 300_000  # L * G^2: larger CP-SAT models take minutes just to build
+REPEAT_BELOW_S = 0.5  # auto runs shorter than this are timed as the median of three
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ def row(case: Case, objective: str, regime: str, args: argparse.Namespace) -> st
                              distinct=case.distinct, order=case.order, objective=objective, regime=regime,
                              M=args.M, time_limit_s=args.time_limit)
     auto, a_s, a_err = timed(problem, "auto")
+    if a_s < REPEAT_BELOW_S and auto is not None:
+        a_s = sorted([a_s, timed(problem, "auto")[1], timed(problem, "auto")[1]])[1]
     alone = "skipped (model too large)"
     speed = ""
     if args.cpsat and case.L * case.G**2 <= CPSAT_ALONE_MAX:
@@ -120,6 +126,15 @@ BIG = [
 ]
 REGIMES = [("balanced", "async"), ("balanced", "blocking"), ("throughput", "async"), ("throughput", "blocking"),
            ("makespan", "async"), ("makespan", "blocking")]
+
+
+def warm_up() -> None:
+    """One tiny solve by each column's solver, so the table times solving, not importing."""
+    for distinct, per_node in ((True, 1), (False, 3)):
+        tiny = random_problem(6, 3, 2, seed=1, per_node=per_node, distinct=distinct, objective="makespan",
+                              regime="blocking", M=4)
+        timed(tiny, "auto")
+        timed(tiny, "cpsat-alone")
 
 
 def summary() -> str:
@@ -202,6 +217,7 @@ def main() -> None:
     if args.validate:
         print(validate(args.validate))
         return
+    warm_up()
     print(f"{'instance':38s} {'obj/regime':10s} {'auto: time':>10s} {'status':>12s} {'ms':>6s}   "
           f"{'cp-sat alone (limit ' + str(args.time_limit) + ' s)':>30s} speed-up")
     for case in BIG if args.big else SHORT:

@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Callable
 
-from partitioner.problem import Problem, Solution, evaluate, lex_compare, objective_key
+from partitioner.problem import Metrics, Problem, Solution, evaluate, lex_compare, objective_key
 
 DEFAULT_TIME_LIMIT_S = 10.0  # the whole search's wall clock when Problem.time_limit_s is None (auto, CP-SAT)
 
@@ -22,6 +22,7 @@ __all__ = ["Budget", "TimeUp", "ProgressFn", "QUIET_S", "DEFAULT_TIME_LIMIT_S"]
 
 ProgressFn = Callable[[float, float, float], None]
 QUIET_S = 1.0  # solves shorter than this print nothing
+SCORED = 16  # plans whose Metrics `Budget.score` keeps (the phases of one solve re-score a few plans)
 
 
 class TimeUp(Exception):
@@ -36,6 +37,18 @@ class Budget:
         self.best: tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...]] | None = None
         self.lower = 0.0
         self.solver = "dp"
+        self._scored: dict[tuple[object, ...], tuple[object, Metrics]] = {}
+
+    def score(self, problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> Metrics:
+        """`evaluate`, remembered for the last SCORED plans: the phases of one solve score the
+        same plan several times (offer, the sigma or T step, the final key). Metrics depend only
+        on the tables, M and the plan; the entry keeps the tables alive, so their id is not reused."""
+        key = (id(problem.tables), int(problem.M), tuple(devices), tuple(cuts))
+        if key not in self._scored:
+            if len(self._scored) >= SCORED:
+                self._scored.pop(next(iter(self._scored)))
+            self._scored[key] = (problem.tables, evaluate(problem, tuple(devices), tuple(cuts)))
+        return self._scored[key][1]
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
@@ -57,7 +70,7 @@ class Budget:
     def offer(self, problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> None:
         if not devices:
             return
-        m = evaluate(problem, tuple(devices), tuple(cuts))
+        m = self.score(problem, tuple(devices), tuple(cuts))
         if not m.fits:
             return
         key = objective_key(problem, m)

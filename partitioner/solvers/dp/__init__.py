@@ -96,11 +96,12 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
     limit (`problem.time_limit_s`, or the caller's `budget`) or on Ctrl-C it returns the best
     plan found so far with optimal=False and its lower bound (SolverError / KeyboardInterrupt
     when there is none yet)."""
-    if not applies(problem):
+    lattice = _lattice_applies(problem)
+    if not lattice and not distinct.applies(problem):
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")
     if budget is None:
         budget = Budget(problem.time_limit_s)
-    if not _lattice_applies(problem) or distinct.preferred(problem):
+    if not lattice or distinct.preferred(problem):
         return distinct.solve(problem, budget)
     try:
         return _solve(problem, budget)
@@ -137,13 +138,13 @@ def _solve(problem: Problem, budget: Budget, banded_ok: bool = True, known_tau: 
     _watch(problem, space, budget)
 
     def T_of(plan: Plan) -> tuple[float, float]:
-        m = evaluate(problem, plan[1], plan[2])
+        m = budget.score(problem, plan[1], plan[2])
         if problem.regime == "async":
             return m.T_async, m.tau_max
         return m.T_block, m.sigma_max
 
     def sigma_of(plan: Plan) -> float:
-        return evaluate(problem, plan[1], plan[2]).sigma_max
+        return budget.score(problem, plan[1], plan[2]).sigma_max
 
     if problem.objective == "balanced":
         plan = balanced(space, sigma_of)
@@ -154,8 +155,7 @@ def _solve(problem: Problem, budget: Budget, banded_ok: bool = True, known_tau: 
         plan, _, bound = min_makespan(space, problem.regime, int(problem.M), T_of, work_lb)
     if not plan[1]:
         raise InfeasibleError(explain_infeasible(problem.tables))
-    metrics = evaluate(problem, plan[1], plan[2])
-    key = objective_key(problem, metrics)
+    key = objective_key(problem, budget.score(problem, plan[1], plan[2]))
     if problem.objective == "makespan" and lex_compare((bound,), key) < 0:  # relaxed route, incomplete
         from partitioner.solvers.bounds import makespan_bound
 
