@@ -20,18 +20,21 @@ from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables, Problem, evaluate, lex_compare, objective_key
 from partitioner.solvers import dp
 from partitioner.solvers.budget import Budget, TimeUp
-from partitioner.solvers.dp import distinct, relax, subsets
+from partitioner.solvers.dp import dense, distinct, relax, subsets
 
 TABLES = 240
 SERVED = tuple((o, r) for o in ("balanced", "throughput", "makespan") for r in ("async", "blocking"))
 
 
-@pytest.mark.parametrize("guided", [False, True])
+@pytest.mark.parametrize("path", ["dense", "sparse", "guided"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_subsets_equal_exhaustive(kind: str, guided: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """guided: the search as on large instances (relaxation heuristic, beam pass, interval
-    splitting), forced by lowering SMALL_G; else the small-instance path (no heuristic)."""
-    if guided:
+def test_subsets_equal_exhaustive(kind: str, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dense: what these tiny instances take (every state, `sweep` for T(M)); sparse: the pruned
+    subset search (`dense` switched off); guided: the search as on large instances (relaxation
+    heuristic, beam pass, interval splitting), forced by lowering SMALL_G as well."""
+    if path != "dense":
+        monkeypatch.setattr(dense, "MAX_ELEMENTS", 0)
+    if path == "guided":
         monkeypatch.setattr(subsets, "SMALL_G", 0)
     n = 0
     for seed in range(5000, 5000 + TABLES // len(KINDS)):

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from partitioner.problem import Problem, Solution, evaluate, objective_key
+from partitioner.problem import Problem, Solution, objective_key
 from partitioner.solvers.budget import Budget, TimeUp
-from partitioner.solvers.dp import subsets
+from partitioner.solvers.dp import subsets, sweep
 from partitioner.solvers.dp.lattice import lattice_size
 from partitioner.solvers.dp.space import Space
 from partitioner.solvers.dp.subsets import BEAM, Ctx, TooBig, sum_step
@@ -77,7 +77,7 @@ def solve(problem: Problem, budget: Budget) -> Solution:
         if out is None:
             raise
         return out
-    key = objective_key(problem, evaluate(problem, plan[1], plan[2]))
+    key = objective_key(problem, budget.score(problem, plan[1], plan[2]))
     return Solution(devices=plan[1], cuts=plan[2], solver="dp", optimal=True, objective=key, lower_bound=key[0],
                     status="OPTIMAL", wall_time_s=budget.elapsed(), stats=(("subset_states", float(ctx.states)),))
 
@@ -108,7 +108,7 @@ def _lexi(ctx: Ctx, budget: Budget, found: dict[str, float]) -> Plan:
     if problem.objective == "balanced" or sigma_first:
         sigma, inc = _sigma_step(ctx, budget, found, tau_cap, tau, seed, first=sigma_first)
         sigma_cap = cap(sigma)
-    m = evaluate(problem, inc[1], inc[2])
+    m = budget.score(problem, inc[1], inc[2])
     ub = float(m.tau.sum() + m.d.sum())
     quick = sum_step(ctx, tau_cap, sigma_cap, ub, beam=BEAM)
     if quick[1]:
@@ -129,11 +129,11 @@ def _sigma_step(
     one unpruned-by-cost sum step (only states the relaxation can finish under the cap are kept).
     Returns sigma* and a plan attaining it."""
     problem = ctx.problem
-    top = evaluate(problem, seed[1], seed[2]).sigma_max
+    top = budget.score(problem, seed[1], seed[2]).sigma_max
     quick = sum_step(ctx, tau_cap, INF, INF, beam=BEAM)  # any plan: its sigma_max is a cap too
     inc = seed
-    if quick[1] and evaluate(problem, quick[1], quick[2]).sigma_max < top:
-        inc, top = quick, evaluate(problem, quick[1], quick[2]).sigma_max
+    if quick[1] and budget.score(problem, quick[1], quick[2]).sigma_max < top:
+        inc, top = quick, budget.score(problem, quick[1], quick[2]).sigma_max
     cand = _candidates(ctx, "sigma", tau * (1 - 1e-9) - 1e-12, cap(top))
     if cand.size == 0:
         return top, inc
@@ -159,7 +159,7 @@ def _sigma_step(
             if plan[1]:
                 budget.offer(problem, plan[1], plan[2])
                 inc = plan
-                neck = evaluate(problem, plan[1], plan[2]).sigma_max
+                neck = budget.score(problem, plan[1], plan[2]).sigma_max
                 hi = max(b_lo, min(mid, int(np.searchsorted(cand, neck * (1 - 1e-12), side="left"))))
             else:
                 b_lo = mid + 1
@@ -170,10 +170,10 @@ def _sigma_step(
                         budget.bound(found["lower"])
     if first:
         found["lower"] = max(found["lower"], float(cand[lo]))
-    if evaluate(problem, inc[1], inc[2]).sigma_max > cap(float(cand[lo])):
+    if budget.score(problem, inc[1], inc[2]).sigma_max > cap(float(cand[lo])):
         plan = sum_step(ctx, tau_cap, cap(float(cand[lo])), INF)
         inc = plan if plan[1] else inc
-    return evaluate(problem, inc[1], inc[2]).sigma_max, inc
+    return budget.score(problem, inc[1], inc[2]).sigma_max, inc
 
 
 def _candidates(ctx: Ctx, kind: str, lo: float, hi: float) -> np.ndarray:
@@ -207,9 +207,21 @@ def _makespan(ctx: Ctx, budget: Budget, found: dict[str, float]) -> Plan:
         return (INF, cap(t)) if blocking else (cap(t), INF)
 
     def T_of(plan: Plan) -> tuple[float, float]:
-        m = evaluate(problem, plan[1], plan[2])
+        m = budget.score(problem, plan[1], plan[2])
         return (m.T_block, m.sigma_max) if blocking else (m.T_async, m.tau_max)
 
+    if ctx.dense is not None:  # small: K probes a round over every state
+        def scored(plan: Plan) -> tuple[float, float]:
+            budget.offer(problem, plan[1], plan[2])
+            return T_of(plan)
+
+        probe = sweep.dense_probe(ctx.dense, lambda *a: subsets.backtrack(ctx, *a))
+        lb = float(problem.tables.cost.min(axis=0).max())
+        found_plan = sweep.min_makespan(probe, lambda lo, hi: _candidates(ctx, kind, lo, hi), scored, M, blocking,
+                                        lb, found, budget.check)
+        if not found_plan[1]:
+            raise InfeasibleError(explain_infeasible(problem.tables))
+        return found_plan
     seed = _tau_plan(ctx, budget)
     if not seed[1]:
         raise InfeasibleError(explain_infeasible(problem.tables))

@@ -7,6 +7,7 @@ When every device has its own links no two are interchangeable and the class lat
     U(S + h, h, j') = min_{g in S, j} U(S, g, j) + C_g(j, j') + d(g, h, j')   (h not in S)
 
 over states (S, g, j): device g starts a stage at layer j having used S (docs/algorithms.md §3c).
+Where every state is affordable (`dense.Dense.fits`) the step runs over all of them instead.
 It runs level by level (|S| = 1..G) over sparse arrays of the states kept, and a state is kept
 only while U + H <= ub, where ub is an incumbent's value and H the exact cost-to-go of the class
 relaxation (`relax.to_go`, admissible: every real completion costs at least the relaxed one).
@@ -22,11 +23,12 @@ from collections.abc import Callable
 import numpy as np
 
 from partitioner.problem import Problem
+from partitioner.solvers.dp.dense import Dense
 from partitioner.solvers.dp.kernel import sources
 from partitioner.solvers.dp.relax import Coarse, build_coarse, to_go
 from partitioner.solvers.dp.tables import DPTables, build_tables, cap
 
-__all__ = ["sum_step", "Ctx", "TooBig", "BEAM", "SMALL_G"]
+__all__ = ["sum_step", "backtrack", "Ctx", "TooBig", "BEAM", "SMALL_G"]
 
 Plan = tuple[float, tuple[int, ...], tuple[int, ...]]
 INF = float(np.inf)
@@ -51,6 +53,7 @@ class Ctx:
         self.check = check
         self._H: dict[tuple[float, float], np.ndarray] = {}
         self.states = 0  # subset states kept, over every step (reported in the stats)
+        self.dense = Dense(self.T) if Dense.fits(self.T) else None  # small: every state, no pruning
         self.bands: dict[tuple[float, float], tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
 
     def H(self, tau_cap: float, sigma_cap: float) -> np.ndarray:
@@ -74,8 +77,14 @@ def sum_step(ctx: Ctx, tau_cap: float, sigma_cap: float, ub: float = INF, beam: 
     A level is (keys, U): key = S * G + last (sorted), U (n, L+1) the value at each start."""
     T, co = ctx.T, ctx.co
     G, L, J = T.G, T.L, T.L + 1
-    H = ctx.H(tau_cap, sigma_cap)
     ubc = cap(ub) if np.isfinite(ub) else INF
+    if ctx.dense is not None:  # small: the exact step over every state is cheaper than pruning
+        value, full, level, row, start = ctx.dense.sum_step(tau_cap, sigma_cap)
+        ctx.states += sum(k.size for k, _ in full)
+        if not np.isfinite(value) or value > ubc:
+            return INF, (), ()
+        return value, *backtrack(ctx, full, level, row, start, tau_cap, sigma_cap)
+    H = ctx.H(tau_cap, sigma_cap)
     stride, cls, top = co.lat.stride, co.cls, co.top
     close = np.array([T.C[int(T.cost_id[g])][:, L] for g in range(G)])
     close = np.where(close <= min(tau_cap, sigma_cap), close, INF)
@@ -110,7 +119,7 @@ def sum_step(ctx: Ctx, tau_cap: float, sigma_cap: float, ub: float = INF, beam: 
     value, level, row, start = best
     if not np.isfinite(value) or value > ubc:
         return INF, (), ()
-    return value, *_backtrack(ctx, levels, level, row, start, tau_cap, sigma_cap)
+    return value, *backtrack(ctx, levels, level, row, start, tau_cap, sigma_cap)
 
 
 def _expand(
@@ -185,7 +194,7 @@ def _bands(ctx: Ctx, tau_cap: float, sigma_cap: float) -> tuple[np.ndarray, np.n
     return ctx.bands[key]
 
 
-def _backtrack(
+def backtrack(
     ctx: Ctx, levels: list[tuple[np.ndarray, np.ndarray]], s: int, r: int, j: int, tau_cap: float, sigma_cap: float,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Walk back from state row r of level s starting at j: each predecessor is recomputed with
