@@ -99,3 +99,32 @@ def test_bounds_are_never_zero_for_a_positive_objective(objective: str) -> None:
         assert "no plan found within the time limit" in str(err)
     for s in found:
         assert s.objective[0] > 0 and s.lower_bound > 0.5 * s.objective[0]
+
+
+def test_score_evaluates_each_plan_once_and_keys_on_tables_M_and_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from partitioner.solvers import budget as budget_mod
+
+    calls = []
+
+    def counted(problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]):  # type: ignore[no-untyped-def]
+        calls.append((devices, cuts))
+        return evaluate(problem, devices, cuts)
+
+    monkeypatch.setattr(budget_mod, "evaluate", counted)
+    p = Problem(cluster(6, 3, 2, distinct=False), M=4)
+    b = Budget(None)
+    first = b.score(p, (0, 1), (0, 3, 6))
+    assert b.score(p, (0, 1), (0, 3, 6)) is first and len(calls) == 1
+    b.offer(p, (0, 1), (0, 3, 6))  # offer reuses it
+    assert len(calls) == 1
+    other_M = b.score(dataclasses.replace(p, M=9), (0, 1), (0, 3, 6))
+    assert len(calls) == 2 and other_M.T_async != first.T_async
+    assert b.score(p, (1, 0), (0, 3, 6)) is not first and len(calls) == 3
+    for M in range(10, 10 + budget_mod.SCORED):  # the oldest entries give way
+        b.score(dataclasses.replace(p, M=M), (0, 1), (0, 3, 6))
+    assert len(b._scored) <= budget_mod.SCORED
+    n = len(calls)
+    b.score(p, (0, 1), (0, 3, 6))
+    assert len(calls) == n + 1  # evicted, so scored again
