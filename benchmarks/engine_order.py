@@ -17,7 +17,7 @@ from pathlib import Path
 from partitioner import solvers
 from partitioner.api import build_problem, load_inputs
 from partitioner.errors import PartitionerError
-from partitioner.solvers import engine_order
+from partitioner.solvers import engine_order, engine_sequences
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,7 +41,7 @@ def main() -> None:
             solvers.solve = counting  # type: ignore[assignment]
             start = time.perf_counter()
             try:
-                exclude = engine_order.unsupported_devices(problem.tables, engine)
+                exclude = engine_sequences.unsupported_devices(problem.tables, engine)
                 sol = engine_order.solve(problem, engine, exclude=exclude)
                 elapsed = time.perf_counter() - start
                 lost = 1 - free.objective[0] / sol.objective[0]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from partitioner.problem import CostTables, Problem, evaluate, lex_compare, objective_key
-from partitioner.solvers import engine_order
+from partitioner.solvers import engine_order, engine_sequences
 
 
 def tables(seed: int) -> CostTables:
@@ -37,7 +37,7 @@ def brute(problem: Problem, engine: str, address: dict[str, str]) -> tuple[float
         for inner in itertools.combinations(range(1, L), S - 1):
             cuts = (0, *inner, L)
             for devices in itertools.permutations(range(G), S):
-                if not engine_order.realisable(engine, problem.tables, devices, address):
+                if not engine_sequences.realisable(engine, problem.tables, devices, address):
                     continue
                 m = evaluate(problem, devices, cuts)
                 if m.fits:
@@ -57,14 +57,14 @@ def test_restricted_plan_equals_brute_force(seed: int, engine: str) -> None:
     address = dict(zip(names, (f"10.0.0.{k}" for k in rng.sample(range(1, 20), len(names))), strict=True)) if seed % 2 else {}
     want = brute(problem, engine, address)
     sol = engine_order.solve(problem, engine, address=address)
-    assert engine_order.realisable(engine, t, sol.devices, address)
+    assert engine_sequences.realisable(engine, t, sol.devices, address)
     assert sol.optimal and lex_compare(objective_key(problem, evaluate(problem, sol.devices, sol.cuts)), want) == 0  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_covering_fallback_gives_a_valid_bound(seed: int, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine_order, "_sequence_count", lambda *a: engine_order.MAX_SUBPROBLEMS + 1)
+    monkeypatch.setattr(engine_sequences, "sequence_count", lambda *a: engine_order.MAX_SUBPROBLEMS + 1)
     rng = random.Random(seed)
     t = tables(seed)
     problem = Problem(t, M=rng.choice([1, 4, 8]), regime=rng.choice(["async", "blocking"]), objective=rng.choice(["balanced", "throughput"]))
@@ -73,7 +73,7 @@ def test_covering_fallback_gives_a_valid_bound(seed: int, engine: str, monkeypat
     want = brute(problem, engine, address)
     assert want is not None
     sol = engine_order.solve(problem, engine, address=address)
-    assert engine_order.realisable(engine, t, sol.devices, address)
+    assert engine_sequences.realisable(engine, t, sol.devices, address)
     got = objective_key(problem, evaluate(problem, sol.devices, sol.cuts))
     assert lex_compare(got, want) >= 0  # a realisable plan cannot beat the realisable optimum
     assert sol.lower_bound <= want[0] * (1 + 1e-9)
@@ -92,7 +92,7 @@ def test_vllm_restriction_changes_the_plan_when_ray_would_reorder() -> None:
     )
     problem = Problem(t, order="free")
     sol = engine_order.solve(problem, "vllm")
-    assert engine_order.realisable("vllm", t, sol.devices, {})
+    assert engine_sequences.realisable("vllm", t, sol.devices, {})
     assert t.node_names[sol.devices[0]] in ("A", "B")
     assert lex_compare(sol.objective, brute(problem, "vllm", {})) == 0  # type: ignore[arg-type]
 
@@ -144,5 +144,5 @@ def test_one_gpu_per_node_vllm_is_exact(seed: int) -> None:
     )
     problem = Problem(t, M=4, objective="balanced")
     sol = engine_order.solve(problem, "vllm")
-    assert sol.optimal and engine_order.realisable("vllm", t, sol.devices, {})
+    assert sol.optimal and engine_sequences.realisable("vllm", t, sol.devices, {})
     assert lex_compare(objective_key(problem, evaluate(problem, sol.devices, sol.cuts)), brute(problem, "vllm", {})) == 0  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ import pytest
 from partitioner import solvers
 from partitioner.errors import SolverError
 from partitioner.problem import CostTables, Problem, Solution
-from partitioner.solvers import engine_order
+from partitioner.solvers import engine_order, engine_sequences
 
 
 def _problem(limit: float | None = None) -> Problem:
@@ -77,7 +77,7 @@ def test_time_limit_bounds_the_whole_search(monkeypatch: pytest.MonkeyPatch) -> 
     # what is left of the one budget (at least engine_clock.MIN_SUB_S for a sub-solve started in time)
     assert calls == [max(engine_clock.MIN_SUB_S, limit - k / 64) for k in range(64)]
     assert sol.status == "TIME_LIMIT" and not sol.optimal
-    assert engine_order.realisable("vllm", _problem().tables, sol.devices, {})
+    assert engine_sequences.realisable("vllm", _problem().tables, sol.devices, {})
     monkeypatch.setattr(solvers, "solve", real)
     exact = engine_order.solve(_problem(), "vllm")
     assert sol.lower_bound <= exact.objective[0] + 1e-12 and sol.objective[0] >= exact.objective[0] - 1e-12
@@ -90,7 +90,7 @@ def test_ctrl_c_returns_the_best_launchable_plan_so_far(monkeypatch: pytest.Monk
     sol = engine_order.solve(_problem(), "vllm")
     assert len(calls) == at  # nothing is started after the interrupt
     assert sol.status == "INTERRUPTED" and not sol.optimal
-    assert engine_order.realisable("vllm", _problem().tables, sol.devices, {})
+    assert engine_sequences.realisable("vllm", _problem().tables, sol.devices, {})
     assert sol.lower_bound <= sol.objective[0]
 
 

@@ -174,15 +174,15 @@ def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float |
 
 def _engine_notes(problem: Any, solver: str, engine: str | None) -> None:
     """Say on stderr what --engine changes: baselines are not restricted; GPUs below the engine's
-    minimum compute capability are left out (partitioner.solvers.engine_order)."""
+    minimum compute capability are left out (partitioner.solvers.engine_sequences)."""
     if engine in (None, "generic"):
         return
     if solver not in EXACT_CHOICES:
         click.echo(f"note: --solver {solver} replays an engine's own split; --engine {engine} does not restrict it", err=True)
         return
-    from partitioner.solvers import engine_order
+    from partitioner.solvers import engine_sequences
 
-    for g in engine_order.unsupported_devices(problem.tables, engine):
+    for g in engine_sequences.unsupported_devices(problem.tables, engine):
         click.echo(f"note: --engine {engine} leaves out {problem.tables.device_names[g]!r} ({problem.tables.gpu_names[g]}): "
                    "below the engine's minimum compute capability", err=True)
 

@@ -4,7 +4,7 @@ vLLM's Ray executor ranks GPUs node by node (driver's node first, then nodes wit
 then IP) and by ascending GPU id inside a node, and stage k holds global ranks k·t .. k·t + t − 1
 (pp_rank·tp + tp_rank: vllm/distributed/parallel_state.py initialize_model_parallel); SGLang and
 TensorRT-LLM need equal consecutive stages per node (partitioner/export/sglang.py, trtllm.py).
-`partitioner.solvers.engine_order` solves a problem under those rules; this wraps it for rows
+`partitioner.solvers.engine_order` solves a problem under those rules (`engine_sequences`); this wraps it for rows
 that are TP groups of one degree, each ranked by its member GPUs. A group plan is launchable iff
 its rows in stage order, each expanded into its GPUs, are in the engine's rank order.
 """
@@ -42,9 +42,9 @@ class Launch:
         return engine_order.solve(problem, self.engine, self.solver, self.address, members=members)
 
     def realises(self, problem: Problem, devices: Sequence[int], members: Sequence[Sequence[int]]) -> bool:
-        from partitioner.solvers import engine_order
+        from partitioner.solvers import engine_sequences
 
-        return engine_order.realisable(self.engine, problem.tables, devices, self.address, members)
+        return engine_sequences.realisable(self.engine, problem.tables, devices, self.address, members)
 
     def on_rows(self, members: Sequence[Sequence[int]]) -> RowsRule:
         """The rule for problems whose row r runs on GPUs `members[r]` (serving.search's Rule)."""

@@ -1,12 +1,9 @@
 """Plans an engine can launch: the exact solvers on the device orders the engine realises.
 
-An engine does not run every device order: vLLM's Ray executor ranks the GPUs of several
-hosts by (driver's node first, nodes with fewer workers, IP string) and by ascending GPU id
-within a node; SGLang and TensorRT-LLM need the same number of consecutive stages on every
-node (rules and sources: partitioner/export/vllm.py, sglang.py, trtllm.py). This wrapper never
-edits a solver. It solves the problem as given; if that plan is realisable it is the answer
+An engine does not run every device order (`engine_sequences`: which ones it does, from
+the export modules' rules). This wrapper never edits a solver. It solves the problem as given; if that plan is realisable it is the answer
 (the restricted optimum cannot be better). Otherwise it enumerates every realisable device
-sequence (`realisable_sequences`) and solves each as a fixed-order sub-problem with
+sequence (`engine_sequences.realisable_sequences`) and solves each as a fixed-order sub-problem with
 `partitioner.solvers.solve` in which every device must be used (`forced`): layer 0 may only
 go to the first device, layer L-1 only to the last, and a link that skips a device costs
 `BIG`. Objectives whose first component contains the links (makespan; blocking throughput)
@@ -17,8 +14,7 @@ skipping plan in the first component; its cuts are then enumerated and scored ex
 with that bound unless it cannot beat the best plan's first component. When
 there are more than `MAX_SUBPROBLEMS` sequences, it falls back to orders that cover every
 realisable plan as a subsequence and reports the minimum over those sub-problems as a lower
-bound (optimal only when the best launchable plan meets it). A device's ordinal is its
-position among its node's devices in the cluster file (the export default).
+bound (optimal only when the best launchable plan meets it).
 
 `problem.time_limit_s` bounds the whole search, not each sub-solve, and Ctrl-C stops it: the
 best launchable plan so far is returned, not proven, with the unrestricted solve's bound
@@ -29,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -37,149 +33,14 @@ import numpy as np
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, Solution, evaluate, lex_compare, objective_key
 from partitioner.registry import LAUNCH_TARGETS
+from partitioner.solvers import engine_sequences
 from partitioner.solvers.engine_clock import SearchClock, Stopped
+from partitioner.solvers.engine_sequences import Members
 
-__all__ = [
-    "ENGINE_RULES", "MAX_SUBPROBLEMS", "realisable", "realisable_sequences", "candidate_orders", "restrict", "forced",
-    "solve", "unsupported_devices",
-]
+__all__ = ["ENGINE_RULES", "MAX_SUBPROBLEMS", "restrict", "forced", "solve"]
 
 ENGINE_RULES: tuple[str, ...] = (*LAUNCH_TARGETS, "generic")
 MAX_SUBPROBLEMS = 20000
-
-
-def _ordinal(t: CostTables, g: int) -> int:
-    return t.node_names[:g].count(t.node_names[g])
-
-
-def _contiguous(nodes: Sequence[str]) -> bool:
-    runs = [n for k, n in enumerate(nodes) if k == 0 or nodes[k - 1] != n]
-    return len(runs) == len(set(runs))
-
-
-Members = Sequence[Sequence[int]]  # per row of the tables: its GPUs (a TP group's), in ascending ordinal order
-
-
-def _gpus(t: CostTables, devices: Sequence[int], members: Members | None) -> list[tuple[str, int]]:
-    """(node, ordinal) of every GPU of the plan in rank order (global rank = pp_rank·tp + tp_rank)."""
-    if members is None:
-        return [(t.node_names[g], _ordinal(t, g)) for g in devices]
-    return [(t.node_names[g], int(o)) for g in devices for o in members[g]]
-
-
-def realisable(engine: str, t: CostTables, devices: Sequence[int], address: Mapping[str, str] | None = None,
-               members: Members | None = None) -> bool:
-    """Whether `engine` runs stage s on row devices[s] (a GPU, ordinals as listed in the cluster,
-    or with `members` a TP group of those GPUs: any numbers ordered as the GPU ids are)."""
-    nodes = [t.node_names[g] for g in devices]
-    if engine in ("llamacpp", "generic") or len(set(nodes)) == 1:
-        return True
-    if not _contiguous(nodes):
-        return False
-    if engine == "vllm":
-        from partitioner.export.vllm import ray_realises
-
-        return ray_realises(_gpus(t, devices, members), dict(address or {}))
-    counts = {n: nodes.count(n) for n in nodes}
-    return len(set(counts.values())) == 1
-
-
-def unsupported_devices(t: CostTables, engine: str) -> list[int]:
-    """Devices whose catalogue GPU is below `engine`'s minimum compute capability (export rule modules)."""
-    import importlib
-
-    from partitioner.export.base import compute_capability
-
-    if engine not in LAUNCH_TARGETS:
-        return []
-    minimum = importlib.import_module(f"partitioner.export.{engine}").MIN_CC
-    if minimum is None:
-        return []
-    return [g for g, gpu in enumerate(t.gpu_names) if (cc := compute_capability(gpu)) is not None and cc < minimum]
-
-
-def _by_node(t: CostTables) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for g, n in enumerate(t.node_names):
-        out.setdefault(n, []).append(g)
-    return out
-
-
-def _count(engine: str, groups: Mapping[str, list[int]]) -> int:
-    N = len(groups)
-    one_host = sum(math.factorial(len(v)) for v in groups.values())
-    if engine == "vllm":
-        return math.factorial(N) + one_host
-    return math.factorial(N) * math.prod(math.factorial(len(v)) for v in groups.values()) + one_host
-
-
-def candidate_orders(engine: str, t: CostTables) -> Iterator[list[int]]:
-    """Device orders whose subsequences include every plan `engine` realises."""
-    groups = _by_node(t)
-    names = list(groups)
-    for n in names:  # one host: every engine runs any order (CUDA_VISIBLE_DEVICES)
-        if len(groups[n]) > 1 or len(names) == 1:
-            yield from (list(p) for p in itertools.permutations(groups[n]))
-    if engine == "vllm":
-        for head in names:
-            for rest in itertools.permutations([n for n in names if n != head]):
-                yield [g for n in (head, *rest) for g in groups[n]]
-        return
-    for perm in itertools.permutations(names):
-        for inner in itertools.product(*(itertools.permutations(groups[n]) for n in perm)):
-            yield [g for block in inner for g in block]
-
-
-def _subsets(devices: Sequence[int]) -> list[tuple[int, ...]]:
-    return [c for r in range(1, len(devices) + 1) for c in itertools.combinations(devices, r)]
-
-
-def _elementary(weights: Sequence[int]) -> list[int]:
-    """e_0..e_N: sums over k-subsets of the product of their weights."""
-    e = [1] + [0] * len(weights)
-    for w in weights:
-        for k in range(len(weights), 0, -1):
-            e[k] += e[k - 1] * w
-    return e
-
-
-def _sequence_count(engine: str, groups: Mapping[str, list[int]], L: int) -> int:
-    """How many sequences `realisable_sequences` yields (before the L cap), in closed form."""
-    sizes = [len(v) for v in groups.values()]
-    total = sum(math.perm(n, j) for n in sizes for j in range(1, min(n, L) + 1))
-    if engine == "vllm":
-        e = _elementary([2**n - 1 for n in sizes])
-        return total + sum(k * e[k] for k in range(2, len(sizes) + 1))
-    for c in range(1, max(sizes) + 1):
-        e = _elementary([math.perm(n, c) for n in sizes])
-        total += sum(math.factorial(k) * e[k] for k in range(2, len(sizes) + 1))
-    return total
-
-
-def realisable_sequences(engine: str, t: CostTables, address: Mapping[str, str] | None = None) -> Iterator[tuple[int, ...]]:
-    """Every device sequence of at most L devices that `engine` launches as stage order."""
-    groups, L = _by_node(t), t.L
-    addr = dict(address or {})
-    for devs in groups.values():  # one host: any order
-        for j in range(1, min(len(devs), L) + 1):
-            yield from itertools.permutations(devs, j)
-    names = list(groups)
-    for k in range(2, len(names) + 1):
-        for used in itertools.combinations(names, k):
-            if engine == "vllm":
-                for choice in itertools.product(*(_subsets(groups[n]) for n in used)):
-                    if sum(map(len, choice)) > L:
-                        continue
-                    chosen = dict(zip(used, choice, strict=True))
-                    for head in used:
-                        rest = sorted((n for n in used if n != head), key=lambda n: (len(chosen[n]), addr.get(n, n)))
-                        yield tuple(g for n in (head, *rest) for g in chosen[n])
-            else:
-                top = min(len(groups[n]) for n in used)
-                for c in range(1, min(top, L // k) + 1):
-                    for perm in itertools.permutations(used):
-                        for inner in itertools.product(*(itertools.permutations(groups[n], c) for n in perm)):
-                            yield tuple(g for block in inner for g in block)
 
 
 def forced(problem: Problem, order: Sequence[int]) -> tuple[Problem, float]:
@@ -237,7 +98,7 @@ def solve(
     kept = replace(restrict(problem, keep), order=problem.order)
     base0 = solvers.solve(kept, solver)
     base = replace(base0, devices=tuple(keep[i] for i in base0.devices))
-    if realisable(engine, problem.tables, base.devices, address, members):
+    if engine_sequences.realisable(engine, problem.tables, base.devices, address, members):
         return base
     if problem.order == "fixed":
         raise InputError(
@@ -246,10 +107,10 @@ def solve(
         )
     if base0.status == "INTERRUPTED":
         clock.stopped = "INTERRUPTED"
-    groups = _by_node(problem.tables)
+    groups = engine_sequences.by_node(problem.tables)
     if engine == "vllm" and all(sum(1 for g in devs if g in keep) <= 1 for devs in groups.values()):
         return _one_gpu_per_node(problem, solver, address, keep, clock, base)
-    if _sequence_count(engine, groups, problem.L) <= MAX_SUBPROBLEMS:
+    if engine_sequences.sequence_count(engine, groups, problem.L) <= MAX_SUBPROBLEMS:
         return _exact(problem, engine, solver, address, keep, clock, base, members)
     return _covered(problem, engine, solver, address, keep, base=base, clock=clock, members=members)
 
@@ -263,8 +124,8 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
     allowed = set(keep)
     seen: set[bytes] = set()
     t = problem.tables
-    for seq in realisable_sequences(engine, problem.tables, address):
-        if not set(seq) <= allowed or (members is not None and not realisable(engine, t, seq, address, members)):
+    for seq in engine_sequences.realisable_sequences(engine, problem.tables, address):
+        if not set(seq) <= allowed or (members is not None and not engine_sequences.realisable(engine, t, seq, address, members)):
             continue
         idx = list(seq)
         signature = b"|".join(a.tobytes() for a in (
@@ -369,16 +230,16 @@ def _covered(
     clock: SearchClock, members: Members | None = None,
 ) -> Solution:
     """Too many sequences: orders covering every realisable plan, with a lower bound."""
-    groups = _by_node(problem.tables)
-    if _count(engine, groups) > MAX_SUBPROBLEMS:
+    groups = engine_sequences.by_node(problem.tables)
+    if engine_sequences.count(engine, groups) > MAX_SUBPROBLEMS:
         raise InputError(
-            f"--engine {engine}: {_count(engine, groups)} device orders to search (limit {MAX_SUBPROBLEMS}); "
+            f"--engine {engine}: {engine_sequences.count(engine, groups)} device orders to search (limit {MAX_SUBPROBLEMS}); "
             f"list the devices in an order {engine} launches and plan with --order fixed"
         )
     best: Solution | None = None
     bound_key: tuple[float, ...] | None = None  # min over sub-problems of their (exact) optima
     bound, exact = math.inf, True
-    for full in candidate_orders(engine, problem.tables):
+    for full in engine_sequences.candidate_orders(engine, problem.tables):
         order = [g for g in full if g in keep]
         if not order:
             continue
@@ -393,7 +254,7 @@ def _covered(
         if bound_key is None or lex_compare(sub.objective, bound_key) < 0:
             bound_key = sub.objective
         devices = tuple(order[i] for i in sub.devices)
-        if realisable(engine, problem.tables, devices, address, members) and (best is None or lex_compare(sub.objective, best.objective) < 0):
+        if engine_sequences.realisable(engine, problem.tables, devices, address, members) and (best is None or lex_compare(sub.objective, best.objective) < 0):
             best = replace(sub, devices=devices)
         if clock.stopped:
             break

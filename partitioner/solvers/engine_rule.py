@@ -1,6 +1,6 @@
 """One engine's device-order rule as an object the outer searches take (serving.search, deploy).
 
-`partitioner.solvers.engine_order` holds the rules and the exact restricted search; this binds
+`partitioner.solvers.engine_sequences` holds the rules and `engine_order` the exact restricted search; this binds
 an engine, a solver, the nodes' addresses (vLLM breaks ties in its node order by IP) and the
 GPUs the engine does not support, so a search can solve under the rule and check a candidate
 split (an engine baseline's, say) against it.
@@ -39,19 +39,19 @@ class OrderRule:
         return engine_order.solve(problem, self.engine, self.solver, self.address, self.exclude)
 
     def admits(self, problem: Problem, solution: Solution) -> bool:
-        from partitioner.solvers import engine_order
+        from partitioner.solvers import engine_sequences
 
         if set(solution.devices) & set(self.exclude):
             return False
-        return engine_order.realisable(self.engine, problem.tables, solution.devices, self.address)
+        return engine_sequences.realisable(self.engine, problem.tables, solution.devices, self.address)
 
 
 def order_rule(engine: str | None, solver: str, cluster: Any, tables: CostTables) -> OrderRule | None:
     """The rule of an explicitly chosen engine other than generic, for an exact solver; else None."""
     from partitioner.registry import EXACT_CHOICES
-    from partitioner.solvers import engine_order
+    from partitioner.solvers import engine_sequences
 
     if engine in (None, "generic") or solver not in EXACT_CHOICES:
         return None
-    exclude = tuple(engine_order.unsupported_devices(tables, engine))
+    exclude = tuple(engine_sequences.unsupported_devices(tables, engine))
     return OrderRule(engine, solver, addresses(cluster), exclude)
