@@ -56,3 +56,38 @@ def test_score_errors(tmp_path: Path) -> None:
     bad.write_text("replicas:\n  - stages:\n      - {devices: [a0], layers: [1, 6]}\n")
     code, _, err = run("score", str(m), str(c), "--layout", str(bad))
     assert code == 2 and "replicas[0].stages[0].layers" in err
+
+
+def test_engine_of_the_split_restricts_the_optimum_and_flags_an_order_it_would_not_launch(tmp_path: Path) -> None:
+    """a0, a1 on node A and b0 on B: a0 -> b0 -> a1 leaves A and comes back, which no multi-host
+    engine launches (stages of one node are consecutive); --split vllm: sets --engine vllm."""
+    from partitioner.solvers import engine_sequences
+    from test_plan_metadata import MODEL
+
+    m = tmp_path / "m.yaml"
+    m.write_text(MODEL)
+    c = tmp_path / "c.yaml"
+    c.write_text("devices:\n  - {name: a0, gpu: t4, node: A}\n  - {name: a1, gpu: t4, node: A}\n"
+                 "  - {name: b0, gpu: t4, node: B}\nnodes:\n  A: {address: 10.0.0.1}\n  B: {address: 10.0.0.2}\n")
+    code, out, err = run("score", str(m), str(c), "--split", "vllm:2,2,2", "--devices", "a0,b0,a1", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["engine"] == "vllm" and doc["given_launchable"] is False
+    assert "note: vllm would not launch the stages in this device order" in err
+    names = ["a0", "a1", "b0"]
+    from partitioner.api import tables_for
+
+    t = tables_for(str(m), str(c))
+    best = [names.index(s["device"]) for s in doc["optimal"]["stages"]]
+    assert engine_sequences.realisable("vllm", t, best, {"A": "10.0.0.1", "B": "10.0.0.2"})
+    code, out, err = run("score", str(m), str(c), "--split", "vllm:2,2,2", "--devices", "a0,b0,a1", "--engine",
+                         "llamacpp", "--json")
+    assert code == 0 and json.loads(out)["given_launchable"] is True and "note:" not in err
+    code, out, err = run("score", str(m), str(c), "--split", "vllm:3,3", "--devices", "a0,a1", "--json")
+    assert code == 0 and json.loads(out)["given_launchable"] is True and "note:" not in err
+
+
+def test_score_engine_must_be_a_preset(tmp_path: Path) -> None:
+    m, c = write(tmp_path)
+    code, _, err = run("score", str(m), str(c), "--split", "vllm:3,3", "--devices", "a0,b0", "--engine", "ollama")
+    assert code == 2 and "ollama" in err and "vllm" in err

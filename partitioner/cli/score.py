@@ -1,14 +1,22 @@
 """`partition score MODEL CLUSTER (--split ENGINE:a,b,... --devices D1,D2,... | --layout FILE)`.
 
 Scores the split you run today with the same closed forms as `plan` (Thm 2, Thm 3) and
-prints it beside the optimal plan.
+prints it beside the optimal plan. `--engine` (default: the engine of `--split`) costs both with
+that engine's overheads and compares with the best plan the engine can launch; a given split in
+a device order the engine would not launch is flagged (partitioner.solvers.engine_sequences).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
-from partitioner.registry import REGIMES
+from partitioner.cli._parse import PresetName
+from partitioner.registry import LAUNCH_TARGETS, REGIMES
+
+if TYPE_CHECKING:
+    from partitioner.problem import Problem, Solution
 
 __all__ = ["score"]
 
@@ -21,10 +29,13 @@ __all__ = ["score"]
 @click.option("--layout", "layout_file", type=click.Path(dir_okay=False), default=None, help="Layout YAML (replicas -> stages).")
 @click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--regime", type=click.Choice(REGIMES), default="async", show_default=True)
+@click.option("--engine", "engine", type=PresetName("engines"), default=None,
+              help="Cost both plans with this engine's overheads and compare with the best plan it can launch; "
+                   "default: the engine of --split, else the files' engine: setting.")
 @click.option("--json", "as_json", is_flag=True, help="Print both plans as JSON.")
 def score(
     model_file: str, cluster_file: str, split: str | None, devices: str | None, layout_file: str | None,
-    M: int, regime: str, as_json: bool,
+    M: int, regime: str, engine: str | None, as_json: bool,
 ) -> None:
     """Score an engine's split (or a layout) and compare it with the optimal plan."""
     from partitioner.api import build_problem, load_inputs, solve_problem, with_metadata
@@ -34,8 +45,10 @@ def score(
     from partitioner.problem import Solution, evaluate, objective_key
     from partitioner.result import Plan
 
+    if engine is None and split is not None and split.partition(":")[0] in LAUNCH_TARGETS:
+        engine = split.partition(":")[0]  # a vLLM split is compared with what vLLM can run
     model, cluster = load_inputs(model_file, cluster_file)
-    problem = build_problem(model, cluster, M=M, regime=regime, order="free")
+    problem = build_problem(model, cluster, M=M, regime=regime, order="free", engine=engine)
     t = problem.tables
     n_dec = sum(1 for k in t.kinds if k == "decoder")
     if layout_file is not None:
@@ -58,11 +71,17 @@ def score(
     idx = tuple(t.device_names.index(d) for d in names)
     cuts = imports.cuts_from_decoder_counts(t, counts)
     m = evaluate(problem, idx, cuts)
-    given = Plan.from_solution(problem, Solution(idx, cuts, "given", False, objective_key(problem, m), 0.0,
-                                                 status="GIVEN", feasible=m.fits, reason="" if m.fits else "breaks a memory limit"))
-    best = with_metadata(solve_problem(problem, "auto"), model, cluster)
+    yours = Solution(idx, cuts, "given", False, objective_key(problem, m), 0.0, status="GIVEN", feasible=m.fits,
+                     reason="" if m.fits else "breaks a memory limit")
+    given = Plan.from_solution(problem, yours)
+    best = with_metadata(solve_problem(problem, "auto", engine=engine, cluster=cluster), model, cluster)
+    launchable = _launchable(problem, cluster, engine, yours)
+    if not launchable:
+        click.echo(f"note: {engine} would not launch the stages in this device order (--engine {engine} rules: "
+                   "partitioner.solvers.engine_sequences); the optimal plan is one it launches", err=True)
     if as_json:
-        click.echo(dumps({"given": with_metadata(given, model, cluster).to_dict(), "optimal": best.to_dict()}, indent=2))
+        click.echo(dumps({"engine": engine, "given_launchable": launchable,
+                          "given": with_metadata(given, model, cluster).to_dict(), "optimal": best.to_dict()}, indent=2))
         return
     rows = [("", "yours", "optimal"), ("stages", str(given.S), str(best.S)),
             ("tau_max", f"{given.tau_max * 1e3:.2f} ms", f"{best.tau_max * 1e3:.2f} ms"),
@@ -74,3 +93,11 @@ def score(
         click.echo(f"{a:<12} {b:>14} {c:>14}")
     if given.feasible and best.throughput > 0:
         click.echo(f"the optimal plan's throughput is {best.throughput / given.throughput:.2f}x yours")
+
+
+def _launchable(problem: Problem, cluster: Any, engine: str | None, yours: Solution) -> bool:
+    """Whether `engine` runs the given stages in their order (always, without an engine rule)."""
+    from partitioner.solvers.engine_rule import order_rule
+
+    rule = order_rule(engine, "auto", cluster, problem.tables)
+    return rule is None or rule.admits(problem, yours)
