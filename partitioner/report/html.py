@@ -10,6 +10,7 @@ carry `data-calc="KEY"` with `KEY` an `Analysis` field of `partitioner.analysis.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from html import escape
 
@@ -39,8 +40,8 @@ def _cell(c: Cell) -> str:
 
 
 def _span(part: str | Cell) -> str:
-    if isinstance(part, str):
-        return escape(part)
+    if isinstance(part, str):  # `x` in a headline fragment is code (as the Markdown report shows it)
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(part))
     cls = f' class="{part.cls}"' if part.cls else ""
     if part.key is None:
         return f"<span{cls}>{escape(part.text)}</span>"
