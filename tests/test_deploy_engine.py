@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "examples" / "models" / "llama-3.1-8b.yaml"
 
 
-def _cluster() -> ClusterSpec:
+def _cluster(second: str = "t4") -> ClusterSpec:
     devices = [{"name": f"n{n}-{k}", "gpu": gpu, "node": f"node{n}"}
-               for n, (gpu, count) in enumerate([("l4", 4), ("t4", 2), ("l4", 2)]) for k in range(count)]
+               for n, (gpu, count) in enumerate([("l4", 4), (second, 2), ("l4", 2)]) for k in range(count)]
     return ClusterSpec.model_validate({"devices": devices, "tp": [1, 2, 4], "links": {
         "intra_node": "pcie4", "inter_node": {"latency_ms": 0.5, "bandwidth_gb_s": 1.25}}})
 
@@ -50,7 +50,7 @@ def test_group_rows_carry_the_engine_overheads() -> None:
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_uniform_tp_engines_get_one_degree(engine: str) -> None:
-    model, cluster = load_model(MODEL), _cluster()
+    model, cluster = load_model(MODEL), _cluster("l4" if engine == "trtllm" else "t4")  # (TRT-LLM runs no T4)
     d = plan_deployment(model, cluster, replicas=2, tp="auto", objective="throughput", engine=engine)
     degrees = {st.tp for p in d.replicas for st in p.stages}
     assert len(degrees) == 1
@@ -87,3 +87,32 @@ def test_cli_engine_reaches_the_replica_path(tmp_path: Path) -> None:
     doc = json.loads(res.output)
     assert any("uniform TP" in n for n in doc["notes"])
     assert len({st.get("tp", 1) for r in doc["replicas"] for st in r["stages"]}) == 1
+
+
+@pytest.mark.parametrize("tp,replicas", [("off", "auto"), ("uniform", "auto"), ("off", 1)])
+def test_gpus_below_the_engines_compute_capability_are_left_out(tp: str, replicas: str | int) -> None:
+    """TensorRT-LLM needs compute capability 8.0 (export/trtllm.py MIN_CC); the T4s (7.5) of node1
+    are never in a replica, they are listed as unused and a note says why."""
+    model, cluster = load_model(MODEL), _cluster()
+    d = plan_deployment(model, cluster, replicas=replicas, tp=tp, objective="throughput", engine="trtllm")
+    plans = d.replicas if replicas != 1 else (d,)
+    used = {m for p in plans for st in p.stages for m in (st.members or (st.device,))}
+    assert used and not used & {"n1-0", "n1-1"}
+    assert any("trtllm leaves out 'n1-0' (t4)" in n for n in d.notes) and any("'n1-1'" in n for n in d.notes)
+    if replicas != 1:
+        assert {"n1-0", "n1-1"} <= set(d.unused)
+    generic = plan_deployment(model, cluster, replicas=2, tp=tp, objective="throughput", engine="generic")
+    assert {"n1-0", "n1-1"} & {m for p in generic.replicas for st in p.stages for m in (st.members or (st.device,))}
+
+
+def test_replicas_the_engine_cannot_run_are_a_clear_error() -> None:
+    """Without the T4s only node0 holds the model: two TensorRT-LLM replicas do not fit, and a
+    cluster of T4s alone has no GPU TensorRT-LLM runs."""
+    from partitioner.errors import InfeasibleError, InputError
+
+    model = load_model(MODEL)
+    with pytest.raises(InputError, match="cannot hold 2 replicas"):
+        plan_deployment(model, _cluster(), replicas=2, tp="off", objective="throughput", engine="trtllm")
+    t4s = ClusterSpec.model_validate({"devices": [{"name": f"t{k}", "gpu": "t4", "node": "a"} for k in range(2)]})
+    with pytest.raises(InfeasibleError, match="trtllm"):
+        plan_deployment(model, t4s, replicas=1, tp="off", objective="throughput", engine="trtllm")

@@ -124,6 +124,43 @@ def _launch(engine: str | None, solver: str, order: str, cluster: Any) -> Any:
     return Launch(engine, solver, addresses(cluster))
 
 
+def _unsupported(engine: str | None, base: CostTables, notes: list[str]) -> frozenset[int]:
+    """The GPUs an explicitly chosen launch engine cannot run (below its minimum compute capability,
+    `engine_sequences.unsupported_devices`), each said in `notes`; the single-pipeline path leaves
+    them out the same way (`solvers.engine_rule.order_rule`)."""
+    from partitioner.solvers import engine_sequences
+
+    if engine in (None, "generic"):
+        return frozenset()
+    out = engine_sequences.unsupported_devices(base, engine)
+    notes += [f"{engine} leaves out {base.device_names[g]!r} ({base.gpu_names[g]}): below the engine's minimum compute "
+              "capability" for g in out]
+    return frozenset(out)
+
+
+def _usable(devices: list[int], dropped: frozenset[int], engine: str | None) -> list[int]:
+    kept = [g for g in devices if g not in dropped]
+    if not kept:
+        raise InfeasibleError(f"none of these GPUs runs {engine} (below its minimum compute capability)")
+    return kept
+
+
+def _only_usable(value: Any, dropped: frozenset[int], engine: str | None) -> Any:
+    """`value` (devices -> Plan, with the replica search's attributes) on the usable devices only."""
+    if not dropped:
+        return value
+
+    def wrapped(devices: list[int]) -> Any:
+        return value(_usable(devices, dropped, engine))
+
+    for name in ("upper", "complete"):
+        if hasattr(value, name):
+            setattr(wrapped, name, getattr(value, name))
+    if hasattr(value, "quick"):
+        wrapped.quick = lambda devices: value.quick(_usable(devices, dropped, engine))  # type: ignore[attr-defined]
+    return wrapped
+
+
 def plan_deployment(
     model: Any,
     cluster: Any,
@@ -164,6 +201,7 @@ def plan_deployment(
     if tp == "auto" and eng in UNIFORM_TP_ENGINES:
         tp = "uniform"
         head.append(f"{eng} takes one tensor-parallel degree for every stage: planned with uniform TP")
+    dropped = _unsupported(engine, base, head)
     sizes = _sizes(tp)
     order_ = order or str(getattr(cluster, "order", "free"))
     serve = objective == "serve"
@@ -183,6 +221,7 @@ def plan_deployment(
     launch = _launch(engine, solver, order_, cluster)
 
     def value(devices: list[int]) -> Any:
+        devices = _usable(devices, dropped, engine)
         gp = solve_groups(model, cluster, make, solve, devices=devices, uniform_tp=tp == "uniform", base=base,
                           sizes=sizes, whole_nodes=tp == "node", engine=engine, launch=launch)
         plan = to_plan(gp, cluster)
@@ -194,19 +233,21 @@ def plan_deployment(
         serve_value, bound = serve_inputs(model, cluster, tp=tp, engine=engine, regime=regime, order=order_,
                                           solver=solver, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
                                           deadline=deadline, launch=launch)
+        serve_value = _only_usable(serve_value, dropped, engine)
         if count == 1:
             plan = serve_value(list(range(len(cluster.devices))))
             return dataclasses.replace(plan, notes=(*head, *plan.notes))
     elif count == 1:
         return value(list(range(len(cluster.devices))))
     else:
-        serve_value = replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp, sizes=sizes, M=M,
-                                      engine=engine, launch=launch)
+        serve_value = _only_usable(replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp,
+                                                   sizes=sizes, M=M, engine=engine, launch=launch), dropped, engine)
         bound = for_workload(model, cluster, base, tp, engine)
     need = bound.need
 
     def fits(devices: list[int]) -> bool:
-        return float(base.capacity_gb[devices].sum()) * (1 + 1e-9) >= need
+        kept = [g for g in devices if g not in dropped]
+        return float(base.capacity_gb[kept].sum()) * (1 + 1e-9) >= need
 
     nk = node_kinds(cluster)
     split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
