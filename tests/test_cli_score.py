@@ -61,8 +61,9 @@ def test_score_errors(tmp_path: Path) -> None:
 def test_engine_of_the_split_restricts_the_optimum_and_flags_an_order_it_would_not_launch(tmp_path: Path) -> None:
     """a0, a1 on node A and b0 on B: a0 -> b0 -> a1 leaves A and comes back, which no multi-host
     engine launches (stages of one node are consecutive); --split vllm: sets --engine vllm."""
-    from partitioner.solvers import engine_sequences
     from test_plan_metadata import MODEL
+
+    from partitioner.solvers import engine_sequences
 
     m = tmp_path / "m.yaml"
     m.write_text(MODEL)

@@ -108,10 +108,10 @@ def test_gpus_below_the_engines_compute_capability_are_left_out(tp: str, replica
 def test_replicas_the_engine_cannot_run_are_a_clear_error() -> None:
     """Without the T4s only node0 holds the model: two TensorRT-LLM replicas do not fit, and a
     cluster of T4s alone has no GPU TensorRT-LLM runs."""
-    from partitioner.errors import InfeasibleError, InputError
+    from partitioner.errors import InfeasibleError
 
     model = load_model(MODEL)
-    with pytest.raises(InputError, match="cannot hold 2 replicas"):
+    with pytest.raises(InfeasibleError, match="cannot hold 2 replicas"):
         plan_deployment(model, _cluster(), replicas=2, tp="off", objective="throughput", engine="trtllm")
     t4s = ClusterSpec.model_validate({"devices": [{"name": f"t{k}", "gpu": "t4", "node": "a"} for k in range(2)]})
     with pytest.raises(InfeasibleError, match="trtllm"):

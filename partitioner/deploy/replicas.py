@@ -170,8 +170,10 @@ def search_replicas(
         solved = [x for x, (t, _) in memo.items() if t > 0]
         total, chosen = _recursion(N, lambda x: memo[x][0], solved, replicas, None)(N, _r(N, replicas))
     if not math.isfinite(total) or not chosen:
-        if replicas is not None and (any(t > 0 for t, _ in memo.values()) or (vectors and not stopped)):
+        if replicas is not None and any(t > 0 for t, _ in memo.values()):
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
+        if replicas is not None and vectors and not stopped:  # some set holds one, none splits into N (as columns.py)
+            raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
         raise InfeasibleError("no set of nodes can hold the model as one pipeline"
                               + (f" (search stopped: {stopped})" if stopped else ""))
     order = sorted(chosen, key=lambda x: -memo[x][0])
