@@ -218,3 +218,54 @@ def test_engine_choice_llamacpp_plans_one_gpu_per_stage_and_node_mode_is_flagged
     assert all("devices" not in st for st in doc["stages"])
     node = runner.invoke(main, ["plan", str(model), str(cluster), "--tp", "node", "--export", "vllm"])
     assert node.exit_code == 0 and "--tp node gives machines with 1/2 GPUs different TP degrees" in node.output
+
+
+def _hosts_three() -> tuple[dict, dict[str, list[str]]]:
+    """Three identical TP-2 replicas: two on host A (a0..a3), one on host B (b0, b1)."""
+    hosts = {"A": "10.0.0.1", "B": "10.0.0.2"}
+    on = {"A": ["a0", "a1", "a2", "a3"], "B": ["b0", "b1"]}
+    docs = []
+    for members, node in ((["a0", "a1"], "A"), (["a2", "a3"], "A"), (["b0", "b1"], "B")):
+        doc = tp_plan([(members, node)], meta=META, hosts=hosts)
+        doc["hosts"] = [{"node": node, "address": hosts[node], "address_assumed": False, "devices": on[node]}]
+        doc["stages"][0]["ordinal"] = on[node].index(members[0])
+        docs.append(doc)
+    return deployment(docs, [1 / 3] * 3, identical=True), on
+
+
+def test_vllm_data_parallel_across_hosts_places_every_rank_on_its_replica() -> None:
+    """Replay vLLM: host h's engines are DP ranks start_h + d (arg_utils: data_parallel_rank =
+    data_parallel_start_rank or 0), local rank d on visible GPUs [d*world, (d+1)*world)."""
+    import re
+    import shlex
+
+    dep, on = _hosts_three()
+    out = render(dep, "vllm")
+    lines = out.text.splitlines()
+    dp = [(re.search(r"on host '(\w+)'", lines[i - 1]).group(1), shlex.split(line))  # type: ignore[union-attr]
+          for i, line in enumerate(lines) if "--data-parallel-size-local" in line]
+    assert [host for host, _ in dp] == ["A", "B"]
+    (_, head), (_, worker) = dp
+    for _, argv in dp:
+        assert _arg(argv, "--data-parallel-size") == "3" and _arg(argv, "--data-parallel-address") == "10.0.0.1"
+        assert _arg(argv, "--data-parallel-rpc-port") == _arg(head, "--data-parallel-rpc-port")
+    assert "--headless" not in head and "--data-parallel-start-rank" not in head
+    assert "--headless" in worker and _arg(worker, "--data-parallel-start-rank") == "2"
+    world = 2  # pp 1 x tp 2
+    placed = {}
+    for host, argv in dp:
+        start = int(_arg(argv, "--data-parallel-start-rank")) if "--headless" in argv else 0
+        visible = [int(x) for x in argv[0].split("=")[1].split(",")]  # CUDA_VISIBLE_DEVICES=...
+        for d in range(int(_arg(argv, "--data-parallel-size-local"))):
+            placed[start + d] = [on[host][o] for o in visible[d * world:(d + 1) * world]]
+    assert placed == {0: ["a0", "a1"], 1: ["a2", "a3"], 2: ["b0", "b1"]}
+    assert "--data-parallel-size 3 over 2 hosts" in out.text
+
+
+def test_identical_replicas_spanning_hosts_are_only_noted() -> None:
+    hosts = {"A": "10.0.0.1", "B": "10.0.0.2"}
+    r0 = tp_plan([(["a0"], "A"), (["b0"], "B")], hosts=hosts, meta=META)
+    r1 = tp_plan([(["a1"], "A"), (["b1"], "B")], hosts=hosts, meta=META)
+    out = render(deployment([r0, r1], [0.5, 0.5], identical=True), "vllm", ordinals={"a0": 0, "a1": 1, "b0": 0, "b1": 1})
+    assert "--data-parallel-size-local" not in out.text
+    assert "across hosts its rank placement is not printed here" in out.text

@@ -19,7 +19,17 @@ Data parallelism, when every replica is identical (same GPUs, TP degrees and lay
   [d * world_size, (d+1) * world_size), world_size = pp * tp (`Worker.init_device` in
   `vllm/v1/worker/gpu_worker.py`; older: `vllm/v1/engine/utils.py::get_device_indices`), so
   listing each replica's rank order one after the other places every replica on its GPUs;
-  printed as an alternative launch. Across hosts only noted (the per-replica launches follow).
+  printed as an alternative launch. Across hosts, when every replica sits on one host: the
+  first host runs `vllm serve ... --data-parallel-size N --data-parallel-size-local n_0
+  --data-parallel-address IP_0 --data-parallel-rpc-port P` (the API server and its n_0 local
+  ranks), every other host `--headless` with its local count and `--data-parallel-start-rank`
+  (the ranks before it), so rank r = start + local index (`EngineArgs.create_engine_config` in
+  `vllm/engine/arg_utils.py`, vllm-project/vllm 99d7eb5: `data_parallel_rank =
+  data_parallel_start_rank or 0`, and a start rank without `--headless` would switch the head
+  to hybrid load balancing; `run_headless` in `vllm/entrypoints/cli/serve.py`, 00a5fdd: the
+  headless engines hand-shake with data_parallel_address:data_parallel_rpc_port). Each host's
+  CUDA_VISIBLE_DEVICES lists its replicas one after the other, as on one host. A replica that
+  spans hosts is only noted (the per-replica launches follow).
 - SGLang `--dp-size N`: `DataParallelController.launch_dp_schedulers`
   (`python/sglang/srt/managers/data_parallel_controller.py`, main) starts DP rank d at GPU
   d * tp_size * pp_size (times gpu_id_step), so the same listing places them on one host
@@ -47,6 +57,7 @@ DEPLOYMENT_FORMAT = "partitioner.deployment/1"  # = partitioner.deploy.deploymen
 ROUTER_FORMAT = "partitioner.router/1"
 ROUTER_FILE = "router-weights.json"
 _SERVE_PORT = {"vllm": 8000, "sglang": 30000, "trtllm": 8000, "llamacpp": 8080}  # each engine's default --port
+DP_RPC_PORT = 13345  # vLLM's data-parallel handshake port, passed explicitly on every host
 
 
 @dataclass(frozen=True)
@@ -183,21 +194,54 @@ def _data_parallel(dv: DeploymentView, target: str, ordinals: Mapping[str, int] 
     n = len(dv.replicas)
     flag = "--data-parallel-size" if target == "vllm" else "--dp-size"
     hosts = {st.node for v in dv.replicas for st in v.stages}
-    first = dv.replicas[0]
     if len(hosts) > 1:
+        if target == "vllm" and all(len({st.node for st in v.stages}) == 1 for v in dv.replicas):
+            return _vllm_hosts(dv, ordinals)
         return "", [f"the replicas are identical: {target} {flag} {n} can express them; across hosts its rank "
                     "placement is not printed here, so one launch per replica follows"]
+    dp = _local_launch(list(dv.replicas), target, ordinals, (flag, str(n)),
+                       f"alternative to the launches above: all {n} replicas as one {target} launch, DP rank d on "
+                       "the d-th block of visible GPUs")
+    return listing([f"=== the replicas are identical: {flag} {n} ==="], [dp]), [
+        f"the replicas are identical: {flag} {n} runs them as one launch (printed last)"]
+
+
+def _local_launch(views: list[PlanView], target: str, ordinals: Mapping[str, int] | None, extra: tuple[str, ...],
+                  comment: str) -> Step:
+    """The serve step of `views[0]` (replicas on one host) launching all of `views`: their GPUs one
+    after the other in CUDA_VISIBLE_DEVICES (local DP rank d on the d-th block) and `extra` flags."""
     from partitioner.export import render
     from partitioner.export.devices import cuda_ordinals, rank_devices
 
     visible = []
-    for v in dv.replicas:
+    for v in views:
         ords, _ = cuda_ordinals(v, _only(ordinals, v))
         visible.append(rank_devices(v, ords))
-    one = render(dataclasses.replace(first, replica=None), target, ordinals=_only(ordinals, first))
-    serve = one.steps[-1]
+    serve = render(dataclasses.replace(views[0], replica=None), target, ordinals=_only(ordinals, views[0])).steps[-1]
     env = tuple((k, ",".join(visible) if k == "CUDA_VISIBLE_DEVICES" else val) for k, val in serve.env)
-    dp = Step(serve.host, (*serve.argv, flag, str(n)), env, f"alternative to the launches above: all {n} replicas as one "
-              f"{target} launch, DP rank d on the d-th block of visible GPUs")
-    return listing([f"=== the replicas are identical: {flag} {n} ==="], [dp]), [
-        f"the replicas are identical: {flag} {n} runs them as one launch (printed last)"]
+    return Step(serve.host, (*serve.argv, *extra), env, comment)
+
+
+def _vllm_hosts(dv: DeploymentView, ordinals: Mapping[str, int] | None) -> tuple[str, list[str]]:
+    """vLLM data parallelism over hosts, each replica on one host (module doc): the first host is
+    the head with the API server, the others join it headless from their start rank."""
+    n = len(dv.replicas)
+    by_host: dict[str, list[PlanView]] = {}
+    for v in dv.replicas:
+        by_host.setdefault(v.stages[0].node, []).append(v)
+    head = next(iter(by_host))
+    address = dv.replicas[0].address(head)
+    notes = [f"the replicas are identical: --data-parallel-size {n} over {len(by_host)} hosts runs them as one "
+             f"deployment behind {head}'s API server (printed last)"]
+    if address is None:
+        notes.append(f"no address for host {head!r} in the cluster: --data-parallel-address uses its name")
+    steps, start = [], 0
+    for host, views in by_host.items():
+        common = ("--data-parallel-size", str(n), "--data-parallel-size-local", str(len(views)),
+                  "--data-parallel-address", address or head, "--data-parallel-rpc-port", str(DP_RPC_PORT))
+        extra = common if host == head else (*common, "--headless", "--data-parallel-start-rank", str(start))
+        role = "the head: API server and DP ranks" if host == head else "headless: DP ranks"
+        steps.append(_local_launch(views, "vllm", ordinals, extra,
+                                   f"alternative to the launches above: {role} {start}..{start + len(views) - 1}"))
+        start += len(views)
+    return listing([f"=== the replicas are identical: --data-parallel-size {n} across hosts ==="], steps), notes
