@@ -36,11 +36,8 @@ class Dense:
     def __init__(self, T: DPTables) -> None:
         G, J = T.G, T.L + 1
         self.T = T
-        parts = [T.band(g, INF) for g in range(G)]
-        w = max(b.shape[1] for b in parts)
-        self.Cb = np.full((G, J, w), INF)  # Cb[g, j', k-1] = C_g(j'-k, j'), +inf past g's longest stage
-        for g, b in enumerate(parts):
-            self.Cb[g, :, : b.shape[1]] = b
+        self.Cb = T.band_stack(INF)  # Cb[g, j', k-1] = C_g(j'-k, j'), +inf past g's longest stage
+        w = self.Cb.shape[2]
         self.D = T.Dstack[T.link_id]  # (G, G, J): d(g, h, j')
         self.close = np.array([T.C[int(T.cost_id[g])][:, T.L] for g in range(G)])  # C_g(j, L)
         self.src = sources(J, w)

@@ -179,11 +179,7 @@ def _bands(ctx: Ctx, tau_cap: float, sigma_cap: float) -> tuple[np.ndarray, np.n
     key = (tau_cap, sigma_cap)
     if key not in ctx.bands:
         T = ctx.T
-        parts = [T.band(g, tau_cap) for g in range(T.G)]
-        w = max(b.shape[1] for b in parts)
-        Cb = np.full((T.G, T.L + 1, w), INF)
-        for g, b in enumerate(parts):
-            Cb[g, :, : b.shape[1]] = b
+        Cb = T.band_stack(tau_cap)
         D = T.Dstack[T.link_id]  # (G, G, J)
         kmax = None
         if sigma_cap != INF:

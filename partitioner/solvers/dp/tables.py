@@ -101,6 +101,15 @@ class DPTables:
     def delay(self, g: int, h: int) -> np.ndarray:
         return self.D[int(self.link_id[g, h])]
 
+    def band_stack(self, tau_cap: float) -> np.ndarray:
+        """`band(g, tau_cap)` of every device g as one (G, L+1, w) array, each padded with +inf
+        to the widest w (not cached: one per cap would pile up over a threshold search)."""
+        parts = [self.band(g, tau_cap) for g in range(self.G)]
+        out = np.full((self.G, self.L + 1, max(b.shape[1] for b in parts)), np.inf)
+        for g, b in enumerate(parts):
+            out[g, :, : b.shape[1]] = b
+        return out
+
 
 def _interval_matrix(t: CostTables, g: int) -> np.ndarray:
     """C_g(i, j) with +inf where j <= i or the layers [i, j) do not fit on g."""
