@@ -42,8 +42,9 @@ class Budget:
     def score(self, problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> Metrics:
         """`evaluate`, remembered for the last SCORED plans: the phases of one solve score the
         same plan several times (offer, the sigma or T step, the final key). Metrics depend only
-        on the tables, M and the plan; the entry keeps the tables alive, so their id is not reused."""
-        key = (id(problem.tables), int(problem.M), tuple(devices), tuple(cuts))
+        on the tables, M and the plan (the order only in the plan check `evaluate` makes first); the
+        entry keeps the tables alive, so their id is not reused."""
+        key = (id(problem.tables), int(problem.M), problem.order, tuple(devices), tuple(cuts))
         if key not in self._scored:
             if len(self._scored) >= SCORED:
                 self._scored.pop(next(iter(self._scored)))

@@ -52,7 +52,7 @@ def min_makespan(
     if not free[1]:
         return free
     g_floor, best = free[0], free
-    best_T = T_of(free)[0]
+    best_T, free_neck = T_of(free)
     found["lower"] = max(found["lower"], M * lb, g_floor + (M - 1) * lb)
     if M == 1:
         found["lower"] = best_T
@@ -60,7 +60,7 @@ def min_makespan(
     cand = candidates(lb * (1 - 1e-9) - 1e-12, cap((best_T - g_floor) / (M - 1)))
     n = cand.size
     g = {n: g_floor}  # probed index -> g there (n stands for t = inf)
-    settled = {n: _first_at(cand, T_of(free)[1])}  # probed index -> first index its plan settles
+    settled = {n: _first_at(cand, free_neck)}  # probed index -> first index its plan settles
     while True:
         check()
         gaps = _gaps(cand, g, settled, M, best_T)
