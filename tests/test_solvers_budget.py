@@ -122,6 +122,10 @@ def test_score_evaluates_each_plan_once_and_keys_on_tables_M_and_plan(monkeypatc
     other_M = b.score(dataclasses.replace(p, M=9), (0, 1), (0, 3, 6))
     assert len(calls) == 2 and other_M.T_async != first.T_async
     assert b.score(p, (1, 0), (0, 3, 6)) is not first and len(calls) == 3
+    from partitioner.errors import InputError
+
+    with pytest.raises(InputError, match="not in listed order"):  # the fixed order's plan check still runs
+        b.score(dataclasses.replace(p, order="fixed"), (1, 0), (0, 3, 6))
     for M in range(10, 10 + budget_mod.SCORED):  # the oldest entries give way
         b.score(dataclasses.replace(p, M=M), (0, 1), (0, 3, 6))
     assert len(b._scored) <= budget_mod.SCORED
