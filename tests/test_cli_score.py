@@ -26,7 +26,7 @@ def test_vllm_split_scored_by_hand(tmp_path: Path) -> None:
     assert [s["tau"] for s in doc["given"]["stages"]] == pytest.approx([0.021, 0.042])  # embedding on rank 0, head on the last
     assert doc["given"]["tau_max"] == pytest.approx(0.042) and doc["optimal"]["tau_max"] <= 0.042
     code, out, _ = run("score", str(m), str(c), "--split", "vllm:2,4", "--devices", "a0,b0")
-    assert code == 0 and "42.00 ms" in out and "yours" in out and "optimal" in out
+    assert code == 0 and "42 ms" in out and "yours" in out and "optimal" in out
 
 
 def test_layout_yaml_and_llamacpp_ts(tmp_path: Path) -> None:
@@ -92,3 +92,19 @@ def test_score_engine_must_be_a_preset(tmp_path: Path) -> None:
     m, c = write(tmp_path)
     code, _, err = run("score", str(m), str(c), "--split", "vllm:3,3", "--devices", "a0,b0", "--engine", "ollama")
     assert code == 2 and "ollama" in err and "vllm" in err
+
+
+def test_score_prints_the_workloads_decode_beside_the_optimum(tmp_path: Path) -> None:
+    """With a workload (the preset model's), both plans' closed-loop decode at its B and K, and TPOT."""
+    root = Path(__file__).resolve().parents[1] / "examples"
+    code, out, err = run("score", str(root / "models" / "qwen2.5-14b.yaml"), str(root / "clusters" / "seed.yaml"),
+                         "--split", "vllm:16,16,16", "--devices", "laptop-5090,node02-3090,node03-3090")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("decode B="))
+    yours, best = (float(v.replace(",", "")) for v in line.split()[-4::2])
+    assert yours > 0 and best > 0  # (the optimum is balanced-optimal, not always the most tokens/s)
+    code, js, _ = run("score", str(root / "models" / "qwen2.5-14b.yaml"), str(root / "clusters" / "seed.yaml"),
+                      "--split", "vllm:16,16,16", "--devices", "laptop-5090,node02-3090,node03-3090", "--json")
+    doc = json.loads(js)
+    assert float(doc["given"]["serving"]["tokens_per_s"]) == pytest.approx(yours, rel=1e-3)
+    assert "TPOT" in out

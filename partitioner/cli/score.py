@@ -83,14 +83,20 @@ def score(
         click.echo(dumps({"engine": engine, "given_launchable": launchable,
                           "given": with_metadata(given, model, cluster).to_dict(), "optimal": best.to_dict()}, indent=2))
         return
+    from partitioner.report.units import fmt_time
+
     rows = [("", "yours", "optimal"), ("stages", str(given.S), str(best.S)),
-            ("tau_max", f"{given.tau_max * 1e3:.2f} ms", f"{best.tau_max * 1e3:.2f} ms"),
-            ("sigma_max", f"{given.sigma_max * 1e3:.2f} ms", f"{best.sigma_max * 1e3:.2f} ms"),
-            (f"T at M={M}", f"{given.T * 1e3:.2f} ms", f"{best.T * 1e3:.2f} ms"),
-            ("throughput", f"{given.throughput:.2f} /s", f"{best.throughput:.2f} /s"),
-            ("fits memory", "yes" if given.feasible else "NO", "yes")]
+            ("tau_max", fmt_time(given.tau_max), fmt_time(best.tau_max)),
+            ("sigma_max", fmt_time(given.sigma_max), fmt_time(best.sigma_max)),
+            (f"T at M={M}", fmt_time(given.T), fmt_time(best.T)),
+            ("throughput", f"{given.throughput:.2f} /s", f"{best.throughput:.2f} /s")]
+    if given.serving is not None and best.serving is not None:  # the workload's closed-loop decode (Plan.serving)
+        g, o = given.serving, best.serving
+        rows += [(f"decode B={g.batch}, K={g.in_flight}", f"{g.tokens_per_s:,.1f} tok/s", f"{o.tokens_per_s:,.1f} tok/s"),
+                 ("TPOT", fmt_time(g.tpot_s), fmt_time(o.tpot_s))]
+    rows.append(("fits memory", "yes" if given.feasible else "NO", "yes"))
     for a, b, c in rows:
-        click.echo(f"{a:<12} {b:>14} {c:>14}")
+        click.echo(f"{a:<16} {b:>14} {c:>14}")
     if given.feasible and best.throughput > 0:
         click.echo(f"the optimal plan's throughput is {best.throughput / given.throughput:.2f}x yours")
 
