@@ -43,18 +43,19 @@ class Dense:
         self.src = sources(J, w)
         key = (np.left_shift(np.int64(1), np.arange(G, dtype=np.int64))) * G + np.arange(G)
         self.keys: list[np.ndarray] = [key]  # level s: sorted keys S * G + last of the states with |S| = s + 1
-        self.moves: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (ri, hi, order, first)
+        self.moves: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ri, hi, first), by next state
         self.lev: list[tuple[np.ndarray, ...]] = []  # per level: last, Cb[last], last of each pair, its delays
         for _ in range(G - 1):
             mask, last = key // G, key % G
             free = ((mask[:, None] >> np.arange(G)[None, :]) & 1) == 0
             ri, hi = np.nonzero(free)
             nxt = (mask[ri] | np.left_shift(np.int64(1), hi)) * G + hi
-            order = np.argsort(nxt, kind="stable")
-            first = np.flatnonzero(np.r_[True, nxt[order][1:] != nxt[order][:-1]])
-            self.moves.append((ri, hi, order, first))
+            order = np.argsort(nxt, kind="stable")  # pairs sorted by the state they lead to
+            ri, hi, nxt = ri[order], hi[order], nxt[order]
+            first = np.flatnonzero(np.r_[True, nxt[1:] != nxt[:-1]])
+            self.moves.append((ri, hi, first))
             self.lev.append((last, self.Cb[last], last[ri], self.D[last[ri], hi]))
-            key = nxt[order][first]
+            key = nxt[first]
             self.keys.append(key)
         self.lev.append((key % G, self.Cb[key % G], np.empty(0, dtype=np.int64), np.empty((0, J))))
 
@@ -98,12 +99,12 @@ class Dense:
             where[better] = np.stack([np.full(k, s), at // J, at % J], axis=1)[better]
             if s == G - 1:
                 break
-            ri, hi, order, first = self.moves[s]
+            ri, hi, first = self.moves[s]
             PM = np.minimum.accumulate(U[:, :, self.src[:, :w]] + Cb[None, :, :, :w], axis=3)  # (k, n, J, w)
             kk = kmax[:, pair_last, hi]  # (k, pairs, J)
             got = PM[rows, ri[None, :, None], cols, np.maximum(kk - 1, 0)]
             cand = np.where(kk > 0, got, INF) + pair_D[None]
-            U = np.minimum.reduceat(cand[:, order], first, axis=1)
+            U = np.minimum.reduceat(cand, first, axis=1)
         return [(float(best[i]), [(self.keys[s], levels[s][i]) for s in range(len(levels))],
                  int(where[i, 0]), int(where[i, 1]), int(where[i, 2])) for i in range(k)]
 

@@ -63,7 +63,8 @@ def min_makespan(
     if M == 1:
         return best, best_T, best_T if free[1] else min(best_T, g_top)
     lo = space.tau()
-    if kind == "sigma" and space.banded_ok:  # beyond it min sigma_max would count every class
+    if kind == "sigma" and space.banded_ok and not space.tiny:  # beyond it min sigma_max would count every class
+        # (on a tiny lattice a wider candidate range costs fewer passes than this extra step)
         with contextlib.suppress(Unaffordable):  # else tau*: sigma_max >= tau_max >= tau*
             lo = space.stages("max", INF, INF, bound=cap(top))[0]
     hi = min(top, (best_T - g_top) / (M - 1))

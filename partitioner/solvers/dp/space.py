@@ -24,6 +24,7 @@ from partitioner.solvers.dp.tables import DPTables, cap
 __all__ = ["Space", "SMALL_BAND"]
 
 SMALL_BAND = 100_000  # window states under which the banded step runs even beyond `applies`
+TINY_LATTICE = 64  # lattice points up to which the relaxed steps count every class from the start
 WINDOW_WORK = 1_000_000  # lattice points x classes up to which those window states are counted
 
 
@@ -123,7 +124,7 @@ class Space:
             return self._seen("stages", banded())
         try:  # on several links a pass costs T times more: there only small relaxations are tried
             found = relaxed_stages(T, lat.classes, mode, tau_cap, sigma_cap, bound=bound,
-                                   K=self.counted.setdefault(mode, set()), check=self.check,
+                                   K=self._counted(mode), check=self.check,
                                    max_states=MAX_STATES if d is not None else MAX_STATES // 30)
         except Unaffordable:
             if not (self.banded_ok or (loose and few())):
@@ -143,12 +144,28 @@ class Space:
             self.check()
         try:
             value, devices, cuts = relaxed_bound(self.tables, self.fine.classes, mode, tau_cap, sigma_cap,
-                                                 K=self.counted.setdefault(mode, set()))
+                                                 K=self._counted(mode))
         except Unaffordable:
             return 0.0, None
         if not devices:
             return value, None
         return value, self._seen("stages", (value, devices, cuts))
+
+    @property
+    def tiny(self) -> bool:
+        """A listed free-order lattice of at most TINY_LATTICE points, where a step's cost is the
+        fixed cost of its array operations, whatever it counts."""
+        lat = self.fine
+        return lat is not None and lat.listed and lat.coords.shape[0] <= TINY_LATTICE
+
+    def _counted(self, mode: str) -> set[int]:
+        """The classes the relaxed steps count in `mode` (kept between steps, grown by them). On a
+        tiny lattice a pass counting every class costs about what one counting none does, and it
+        is exact at once: so there every class is counted from the start."""
+        if mode not in self.counted:
+            classes = self.fine.classes if self.fine is not None else ()
+            self.counted[mode] = set(range(len(classes))) if self.tiny else set()
+        return self.counted[mode]
 
     def _pairs(self) -> list[tuple[int, int]]:
         """(cost id, link id) of every stage-then-link pair a plan can contain."""

@@ -49,12 +49,28 @@ class Ctx:
     def __init__(self, problem: Problem, check: Callable[[], None] | None) -> None:
         self.problem = problem
         self.T: DPTables = build_tables(problem.tables)
-        self.co: Coarse = build_coarse(self.T, problem.tables)
+        self._co: Coarse | None = None
         self.check = check
         self._H: dict[tuple[float, float], np.ndarray] = {}
         self.states = 0  # subset states kept, over every step (reported in the stats)
         self.dense = Dense(self.T) if Dense.fits(self.T) else None  # small: every state, no pruning
         self.bands: dict[tuple[float, float], tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
+        self.stacks: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+
+    def stack(self, tau_cap: float) -> tuple[np.ndarray, np.ndarray]:
+        """(`DPTables.band_stack(tau_cap)`, the delays D[g, h] (G, G, L+1)) for the last few caps."""
+        if tau_cap not in self.stacks:
+            if len(self.stacks) > 8:
+                self.stacks.clear()
+            self.stacks[tau_cap] = (self.T.band_stack(tau_cap), self.T.Dstack[self.T.link_id])
+        return self.stacks[tau_cap]
+
+    @property
+    def co(self) -> Coarse:
+        """The class relaxation (built when first needed: the every-state step does not use it)."""
+        if self._co is None:
+            self._co = build_coarse(self.T, self.problem.tables)
+        return self._co
 
     def H(self, tau_cap: float, sigma_cap: float) -> np.ndarray:
         key = (tau_cap, sigma_cap) if self.problem.G > SMALL_G else (INF, INF)
@@ -174,16 +190,15 @@ def _expand(
 
 def _bands(ctx: Ctx, tau_cap: float, sigma_cap: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Per device g: the band Cb[g] (J, w) padded with +inf to one width w, the delays
-    D[g, h] (J,) to every h, and under a sigma cap kmax[g, h, j'] = the number of stage lengths
-    k with C_g(j'-k, j') + d(g, h, j') <= cap (C grows with k, so they are the k shortest)."""
+    D[g, h] (J,) to every h (`Ctx.stack`), and under a sigma cap kmax[g, h, j'] = the number of
+    stage lengths k with C_g(j'-k, j') + d(g, h, j') <= cap (C grows with k, so they are the
+    k shortest)."""
     key = (tau_cap, sigma_cap)
     if key not in ctx.bands:
-        T = ctx.T
-        Cb = T.band_stack(tau_cap)
-        D = T.Dstack[T.link_id]  # (G, G, J)
+        Cb, D = ctx.stack(tau_cap)
         kmax = None
         if sigma_cap != INF:
-            kmax = np.stack([(Cb[g][None, :, :] + D[g][:, :, None] <= sigma_cap).sum(axis=2) for g in range(T.G)])
+            kmax = np.stack([(Cb[g][None, :, :] + D[g][:, :, None] <= sigma_cap).sum(axis=2) for g in range(ctx.T.G)])
         if len(ctx.bands) > 8:
             ctx.bands.clear()
         ctx.bands[key] = (Cb, D, kmax)
@@ -195,32 +210,27 @@ def backtrack(
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Walk back from state row r of level s starting at j: each predecessor is recomputed with
     the same float operations as `_expand` and the smallest one is taken (it is the value kept)."""
-    T = ctx.T
-    G, L = T.G, T.L
+    G, L = ctx.T.G, ctx.T.L
+    Cb, Dall = ctx.stack(tau_cap)
     key = int(levels[s][0][r])
     devices, cuts = [key % G], [L, j]
     while s > 0:
         h, mask = key % G, key // G
         prev_mask = mask ^ (1 << h)
         pkeys, pU = levels[s - 1]
-        choice = (INF, -1, -1)
-        for g in range(G):
-            if not (prev_mask >> g) & 1:
-                continue
-            at = int(np.searchsorted(pkeys, prev_mask * G + g))
-            if at >= pkeys.size or int(pkeys[at]) != prev_mask * G + g:
-                continue
-            Cb = T.band(g, tau_cap)
-            D = T.delay(g, h)[j]
-            k = np.arange(1, min(Cb.shape[1], j) + 1)
-            stage = Cb[j, k - 1]
-            if sigma_cap != INF:
-                stage = np.where(stage + D <= sigma_cap, stage, INF)
-            vals = pU[at, j - k] + stage + D
-            a = int(vals.argmin())
-            if vals[a] < choice[0]:
-                choice = (float(vals[a]), at, int(j - k[a]))
-        _, r, j = choice
+        gs = np.flatnonzero((prev_mask >> np.arange(G)) & 1)  # every g of S - h, in order
+        want = prev_mask * G + gs
+        at = np.minimum(np.searchsorted(pkeys, want), pkeys.size - 1)
+        kept = pkeys[at] == want  # the predecessor states that were kept
+        gs, at = gs[kept], at[kept]
+        k = np.arange(1, min(Cb.shape[2], j) + 1)
+        stage = Cb[gs, j, : k.size]  # (g, k): C_g(j - k, j)
+        D = Dall[gs, h, j][:, None]
+        if sigma_cap != INF:
+            stage = np.where(stage + D <= sigma_cap, stage, INF)
+        vals = pU[at][:, j - k] + stage + D
+        gi, ki = divmod(int(vals.argmin()), k.size)  # the first g, then the first k, attaining it
+        r, j = int(at[gi]), int(j - k[ki])
         s -= 1
         key = int(levels[s][0][r])
         devices.append(key % G)
