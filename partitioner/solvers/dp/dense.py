@@ -85,18 +85,12 @@ class Dense:
         U = np.full((k, G, J), INF)
         U[:, :, 0] = 0.0
         levels: list[np.ndarray] = []
-        best = np.full(k, INF)
-        where = np.zeros((k, 3), dtype=np.int64)  # level, row, start of each row's best
+        fins: list[np.ndarray] = []  # per level: the value of closing the pipeline at each state and start
         rows, cols = np.arange(k)[:, None, None], np.arange(J)[None, None, :]
         for s in range(G):
             last, Cb, pair_last, pair_D = self.lev[s]
             levels.append(U)
-            fin = (U + close[:, last]).reshape(k, -1)
-            at = fin.argmin(axis=1)
-            val = fin[np.arange(k), at]
-            better = val < best
-            best = np.where(better, val, best)
-            where[better] = np.stack([np.full(k, s), at // J, at % J], axis=1)[better]
+            fins.append(U + close[:, last])
             if s == G - 1:
                 break
             ri, hi, first = self.moves[s]
@@ -105,8 +99,16 @@ class Dense:
             got = PM[rows, ri[None, :, None], cols, np.maximum(kk - 1, 0)]
             cand = np.where(kk > 0, got, INF) + pair_D[None]
             U = np.minimum.reduceat(cand, first, axis=1)
-        return [(float(best[i]), [(self.keys[s], levels[s][i]) for s in range(len(levels))],
-                 int(where[i, 0]), int(where[i, 1]), int(where[i, 2])) for i in range(k)]
+        F = np.concatenate(fins, axis=1).reshape(k, -1)  # levels one after the other: the first best wins ties
+        at = F.argmin(axis=1)
+        offsets = np.cumsum([0] + [f.shape[1] for f in fins])
+        out = []
+        for i in range(k):
+            state, start = divmod(int(at[i]), J)
+            level = int(np.searchsorted(offsets, state, side="right")) - 1
+            out.append((float(F[i, at[i]]), [(self.keys[s], levels[s][i]) for s in range(len(levels))], level,
+                        state - int(offsets[level]), start))
+        return out
 
     def sum_step(self, tau_cap: float, sigma_cap: float) -> tuple[float, list[tuple[np.ndarray, np.ndarray]], int, int, int]:
         """`sum_steps` for one pair of caps."""
