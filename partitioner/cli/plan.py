@@ -182,9 +182,9 @@ def _engine_notes(problem: Any, solver: str, engine: str | None) -> None:
         return
     from partitioner.solvers import engine_sequences
 
-    for g in engine_sequences.unsupported_devices(problem.tables, engine):
-        click.echo(f"note: --engine {engine} leaves out {problem.tables.device_names[g]!r} ({problem.tables.gpu_names[g]}): "
-                   "below the engine's minimum compute capability", err=True)
+    dropped = engine_sequences.unsupported_devices(problem.tables, engine)
+    for line in engine_sequences.unsupported_notes(problem.tables, engine, dropped):
+        click.echo(f"note: --engine {line}", err=True)
 
 
 def _serve_progress(batch: int, best: float, elapsed: float) -> None:

@@ -133,8 +133,7 @@ def _unsupported(engine: str | None, base: CostTables, notes: list[str]) -> froz
     if engine in (None, "generic"):
         return frozenset()
     out = engine_sequences.unsupported_devices(base, engine)
-    notes += [f"{engine} leaves out {base.device_names[g]!r} ({base.gpu_names[g]}): below the engine's minimum compute "
-              "capability" for g in out]
+    notes += engine_sequences.unsupported_notes(base, engine, out)
     return frozenset(out)
 
 

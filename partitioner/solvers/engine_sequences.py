@@ -21,8 +21,8 @@ from partitioner.problem import CostTables
 from partitioner.registry import LAUNCH_TARGETS
 
 __all__ = [
-    "Members", "realisable", "realisable_sequences", "candidate_orders", "unsupported_devices", "by_node", "count",
-    "sequence_count",
+    "Members", "realisable", "realisable_sequences", "candidate_orders", "unsupported_devices", "unsupported_notes",
+    "by_node", "count", "sequence_count",
 ]
 
 
@@ -74,6 +74,15 @@ def unsupported_devices(t: CostTables, engine: str) -> list[int]:
     if minimum is None:
         return []
     return [g for g, gpu in enumerate(t.gpu_names) if (cc := compute_capability(gpu)) is not None and cc < minimum]
+
+
+def unsupported_notes(t: CostTables, engine: str, devices: Sequence[int]) -> list[str]:
+    """One line per GPU type saying which of `devices` the engine leaves out, and why."""
+    by_gpu: dict[str, list[str]] = {}
+    for g in devices:
+        by_gpu.setdefault(t.gpu_names[g], []).append(repr(t.device_names[g]))
+    return [f"{engine} leaves out {', '.join(names)} ({gpu}): below the engine's minimum compute capability"
+            for gpu, names in by_gpu.items()]
 
 
 def by_node(t: CostTables) -> dict[str, list[int]]:
