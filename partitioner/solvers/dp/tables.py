@@ -111,18 +111,38 @@ class DPTables:
         return out
 
 
-def _interval_matrix(t: CostTables, g: int) -> np.ndarray:
-    """C_g(i, j) with +inf where j <= i or the layers [i, j) do not fit on g."""
+def _stage_memory(t: CostTables) -> np.ndarray:
+    """mem[i, j]: GB that layers [i, j) need on one device (any device), -inf where j <= i."""
     L = t.L
-    P = np.concatenate(([0.0], np.cumsum(np.asarray(t.cost[g], dtype=float))))
     Pm = np.concatenate(([0.0], np.cumsum(np.asarray(t.memory_gb, dtype=float))))
     mem = Pm[None, :] - Pm[:, None]
     if t.tied_gb:
         mem[0, L] -= t.tied_gb  # stage_memory: tied embedding counted once on a single full stage
+    return np.where(np.triu(np.ones((L + 1, L + 1), dtype=bool), 1), mem, np.inf)
+
+
+def _interval_matrix(t: CostTables, g: int, mem: np.ndarray) -> np.ndarray:
+    """C_g(i, j) with +inf where j <= i or the layers [i, j) do not fit on g (`mem`: `_stage_memory`)."""
+    P = np.concatenate(([0.0], np.cumsum(np.asarray(t.cost[g], dtype=float))))
     limit = float(t.capacity_gb[g]) * (1 + RTOL) + 1e-12  # the same test as Metrics.fits
-    i, j = np.indices((L + 1, L + 1))
-    ok = (j > i) & (mem <= limit)
-    return np.where(ok, P[None, :] - P[:, None], np.inf)
+    return np.where(mem <= limit, P[None, :] - P[:, None], np.inf)
+
+
+def _link_ids(t: CostTables) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """link_id (G, G): one id per distinct (alpha, beta) over the ordered pairs g != h, numbered in
+    order of first appearance (row by row), and one (g, h) pair having each id."""
+    G = t.G
+    off = ~np.eye(G, dtype=bool)
+    pairs = np.stack([np.asarray(t.latency_s, dtype=float)[off], np.asarray(t.bandwidth_Bps, dtype=float)[off]], axis=1)
+    link_id = np.zeros((G, G), dtype=np.int64)
+    if pairs.size == 0:
+        return link_id, []
+    _, first, inv = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)  # ids in order of first appearance
+    link_id[off] = rank[inv.ravel()]
+    gs, hs = np.nonzero(off)
+    return link_id, [(int(gs[f]), int(hs[f])) for f in np.sort(first)]
 
 
 def _delay_vector(t: CostTables, g: int, h: int) -> np.ndarray:
@@ -144,24 +164,15 @@ def build_tables(t: CostTables) -> DPTables:
     keys: dict[bytes, int] = {}
     cost_id = np.zeros(G, dtype=np.int64)
     mats: list[np.ndarray] = []
+    mem = _stage_memory(t)
     for g in range(G):
         key = np.asarray(t.cost[g], dtype=float).tobytes() + np.float64(t.capacity_gb[g]).tobytes()
         if key not in keys:
             keys[key] = len(mats)
-            mats.append(_interval_matrix(t, g))
+            mats.append(_interval_matrix(t, g, mem))
         cost_id[g] = keys[key]
-    links: dict[tuple[float, float], int] = {}
-    link_id = np.zeros((G, G), dtype=np.int64)
-    vecs: list[np.ndarray] = []
-    for g in range(G):
-        for h in range(G):
-            if g == h:
-                continue
-            key2 = (float(t.latency_s[g, h]), float(t.bandwidth_Bps[g, h]))
-            if key2 not in links:
-                links[key2] = len(vecs)
-                vecs.append(_delay_vector(t, g, h))
-            link_id[g, h] = links[key2]
+    link_id, reps = _link_ids(t)
+    vecs = [_delay_vector(t, g, h) for g, h in reps]
     if not vecs:
         vecs.append(np.full(t.L + 1, np.inf))
     return DPTables(L=t.L, G=G, cost_id=cost_id, C=tuple(mats), link_id=link_id, D=tuple(vecs))
