@@ -152,13 +152,21 @@ def summary() -> str:
 
 
 def fixed_alone() -> str:
-    """The fixed-order balanced DP alone (no CLI, no scoring) at L=256 x 64, best of 5."""
+    """The fixed-order balanced DP alone (no CLI, no scoring) at L=256 x 64, best of 5: with its
+    tables (`dp.tables.build_tables`, cached per CostTables) built afresh each time, and reused."""
     from partitioner.solvers import dp
+    from partitioner.solvers.dp.tables import build_tables
 
     p = random_problem(256, 64, 4, seed=256 * 1000 + 64, order="fixed")
-    best = min(_clock(lambda: dp.solve(p)) for _ in range(5))
-    return (f"fixed order L=256 G=64 balanced, dp.solve alone (best of 5): {best * 1e3:.1f} ms "
-            f"[target 10 ms: {'met' if best <= 0.010 else 'NOT MET'}]")
+
+    def cold() -> None:
+        build_tables.cache_clear()
+        dp.solve(p)
+
+    fresh = min(_clock(cold) for _ in range(5))
+    reused = min(_clock(lambda: dp.solve(p)) for _ in range(5))
+    return (f"fixed order L=256 G=64 balanced, dp.solve alone (best of 5): {fresh * 1e3:.1f} ms building its tables, "
+            f"{reused * 1e3:.1f} ms reusing them [target 10 ms: {'met' if fresh <= 0.010 else 'NOT MET'}]")
 
 
 def _clock(f: object) -> float:
