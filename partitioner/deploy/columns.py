@@ -140,9 +140,12 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                    upper_of: Callable[[Any], float], time_limit_s: float | None = None,
                    progress: Callable[..., None] | None = None, max_columns: int = MAX_COLUMNS,
                    cluster: Any = None, quick: Callable[[list[int]], Any] | None = None,
-                   complete: Callable[[Any], bool] | None = None) -> Any:
-    """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replicas)."""
+                   complete: Callable[[Any], bool] | None = None, seeds: list[tuple[int, ...]] | None = None) -> Any:
+    """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replicas). `seeds`
+    (count vectors, partitioner.deploy.seeds) are solved first and enter the LP at once; the
+    answer is never below their per-kind seed deployment."""
     from partitioner.deploy.replicas import ReplicaSearch, _place
+    from partitioner.deploy.seeds import seed_deployment
 
     start = time.perf_counter()
     N = tuple(nk.counts)
@@ -192,7 +195,14 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
         if progress is not None:
             progress(len(solved), None, max(t for t, _ in solved.values()), best_bound)
 
+    seed_rows = [int(j) for x in seeds or () for j in np.flatnonzero(np.all(np.array(x) == X, axis=1))[:1]]
     try:
+        for i in seed_rows:
+            if _late(start, time_limit_s, RESERVE):
+                break
+            solve(i)
+            if i not in lp.vars:
+                lp.add(i, X[i], u[i])
         while True:
             if _late(start, time_limit_s, RESERVE):
                 stopped = "time_limit"
@@ -228,6 +238,9 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                                                         best_bound, start, time_limit_s, refine)
         except KeyboardInterrupt:
             stopped = "interrupted"
+    seeded = seed_deployment(N, [x for x in seeds or () if x in memo], lambda x: memo[x][0])
+    if replicas is None and seeded[0] > total * (1 + 1e-12):
+        chosen, total = seeded[1], seeded[0]
     if not chosen:
         if replicas is not None and any(t > 0 for t, _ in solved.values()):
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
