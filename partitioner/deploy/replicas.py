@@ -143,7 +143,9 @@ def search_replicas(
     exact = cap == N
     vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))
                if any(x) and fits(nk.devices(x))]
-    ub = {x: bound(nk.devices(x)) for x in vectors}
+    joint = getattr(bound, "joint", None)  # the memory-aware serve bound (partitioner.deploy.kvbound)
+    ub = {x: bound(nk.devices(x)) if joint is None else min(bound(nk.devices(x)), joint(nk.devices(x)))
+          for x in vectors}
     memo: dict[tuple[int, ...], tuple[float, Any]] = {}
     counter = [0]
 
@@ -189,6 +191,12 @@ def search_replicas(
     order = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, order, k, memo, value, cluster) for k in range(len(order))]
     optimal = exact and not stopped and all(getattr(p, "optimal", False) for p in plans)
+    if upper_of is not None:  # solved vectors: their own proven upper bound where it is tighter
+        tight = dict(ub)
+        for x, (t, p) in memo.items():
+            if x in tight:
+                tight[x] = min(ub[x], max(t, upper_of(p))) if p is not None else 0.0
+        F = _recursion(N, tight.__getitem__, list(tight), replicas, None)
     top = F(N, _r(N, replicas))[0]
     return ReplicaSearch(
         vectors=order, plans=plans, total=total, optimal=optimal,
