@@ -13,12 +13,13 @@ The replica's value is its best tokens/s and its upper bound the search's (token
 any searched (B, K) beats; infinite when the search was cut short), which the replica search
 (partitioner.deploy.replicas / columns) uses in its own bound.
 
-`quick` (the first solve of a column, partitioner.deploy.columns): the same search with every
-inner split solved by the exact DP where it applies and otherwise by the DP's seed
-(`solvers.dp.hint`: the least-τ_max free-order plan and a proven lower bound on τ_max), never
-by CP-SAT. The seed's lower bound keeps every point's period bound valid (search.py,
-"Exactness"), so the replica's upper bound stays proven; without CP-SAT's wall-clock limit the
-answer does not depend on the machine's load. A column the LP keeps using is solved fully later.
+`quick` (the first solve of a column, partitioner.deploy.columns): the same search over the
+coarse batch grid (powers of two, the grid's largest batch and the previous replica's batch)
+with every inner split solved by the exact DP where it applies and otherwise by the DP's seed
+(`solvers.dp.hint`: the least-τ_max free-order plan and its lower bound), never by CP-SAT, so
+that the answer does not depend on the machine's load. It bounds nothing (the batches it skips
+may do better: its upper bound is infinite, the column keeps its cheap bound), and a column the
+LP keeps using is solved fully later.
 Each replica's search gets at most `replica_s` seconds, so one large replica (CP-SAT on dozens of
 heterogeneous rows) cannot spend the whole command's time limit. Each replica's search prunes
 the batches that cannot beat its best so far and starts at the batch the previous replica chose
@@ -116,6 +117,12 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
     seeded = launch is None and solver == "auto"
     last = [None]  # the batch of the last replica planned (the next search starts there)
 
+    def coarse(start: int | None) -> list[int]:
+        from partitioner.serving.search import MAX_BATCH, batch_grid
+
+        full = batch_grid(min(limits.max_batch or MAX_BATCH, MAX_BATCH)) if batches is None else batches
+        return sorted({b for b in full if b & (b - 1) == 0} | {full[-1]} | ({start} if start in full else set()))
+
     def run(units: ServeUnits, devices: list[int], quick: bool = False) -> tuple[Any, tuple[Group, ...], bool] | None:
         """The serve search over `units` inside `devices`: (result, rows' groups, plan disjoint)."""
         rows = units.rows(devices)
@@ -125,10 +132,11 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         if replica_s is not None:
             left = replica_s if left is None else min(left, replica_s)
         rule = None if launch is None else launch.on_rows([units.groups[r].members for r in rows])
+        grid = batches
         if quick:
-            rule = SeedRule()
+            rule, grid = SeedRule(), coarse(last[0])
         try:
-            res = search(lambda B: select_rows(units.tables(B)[1], rows), batches, regime=regime, order=order,
+            res = search(lambda B: select_rows(units.tables(B)[1], rows), grid, regime=regime, order=order,
                          solver=solver, limits=limits, time_limit_s=left, rule=rule, prune=True, start=last[0])
         except InfeasibleError:
             return None
@@ -160,14 +168,14 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         best = res.best
         last[0] = best.serving.batch
         tps = best.serving.tokens_per_s
-        upper = max(upper, tps)
+        upper = math.inf if quick else max(upper, tps)
         gp = GroupPlan(best.problem, best.solution, groups, False, best.solution.lower_bound, res.solves)
         plan = to_plan(gp, cluster)
         plan = dataclasses.replace(plan, objective="serve", serving=best.serving,
                                    optimal=bool(upper <= tps * (1 + 1e-9)),
                                    frontier=tuple(p.to_dict() for p in res.frontier), notes=tuple(tp_notes(plan)))
         uppers[id(plan)] = upper if math.isfinite(upper) else math.inf
-        if quick and not plan.optimal:
+        if quick:
             partial.add(id(plan))
         return plan
 
