@@ -174,7 +174,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
     last: tuple[np.ndarray, float, float, float, int] | None = None
 
     refine: set[int] = set()  # columns solved quickly that a full solve may still improve
-    joint = getattr(bound, "joint", None)  # the memory-aware serve bound (partitioner.deploy.kvbound)
+    joint = bound.joint if getattr(bound, "memory_aware", False) else None  # the serve bound of deploy.kvbound
     tight: set[int] = set()  # columns whose u holds it
 
     def tighten_one(i: int) -> None:

@@ -143,7 +143,7 @@ def search_replicas(
     exact = cap == N
     vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))
                if any(x) and fits(nk.devices(x))]
-    joint = getattr(bound, "joint", None)  # the memory-aware serve bound (partitioner.deploy.kvbound)
+    joint = getattr(bound, "joint", None) if getattr(bound, "memory_aware", False) else None  # the serve bound of deploy.kvbound
     ub = {x: bound(nk.devices(x)) if joint is None else min(bound(nk.devices(x)), joint(nk.devices(x)))
           for x in vectors}
     memo: dict[tuple[int, ...], tuple[float, Any]] = {}
