@@ -19,7 +19,8 @@ least-period split alone, bounded by K·w*), and solved fully when the LP still 
 (R_max: the most replicas that fit), the LP bound, valid whatever GLOP's tolerance; the last term
 may be replaced by Σ_k N_k · max(0, max_x (u(x) − π·x − μ) / Σ_k x_k), since the replicas of a
 deployment use at most Σ_k N_k nodes between them; replicas of more
-than c nodes enter through the tail bound (bounds.ReplicaBound.tail) in the same max. The deployment
+than c nodes enter through the tail bound (bounds.ReplicaBound.tail) in the same max (each at most
+the tail's reduced cost, beside the per-node term). The deployment
 itself is the integer program over the solved columns (CP-SAT, one worker): exact for them; its
 gap to the bound is reported. The time limit and Ctrl-C stop the generation and keep what is solved.
 """
@@ -232,8 +233,8 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
             top = max(0.0, top)
             tail = _tail(Nv, c, pi, mu, bound.rates, bound.tail) if n_tail else -math.inf
             per_node = max(0.0, float((red / size).max())) * float(Nv.sum())  # Σ_r red(x_r) <= Σ_r |x_r| · max red/|x|
-            best_bound = min(best_bound, float(Nv @ pi) + mu * (replicas or 0) + min(r_max * top, per_node)
-                             + n_tail * max(0.0, tail - top))
+            best_bound = min(best_bound, float(Nv @ pi) + mu * (replicas or 0)
+                             + min(r_max * top + n_tail * max(0.0, tail - top), per_node + n_tail * max(0.0, tail)))
             head = np.argpartition(-red, min(ADD_PER_ROUND, len(red) - 1))[:ADD_PER_ROUND]
             fresh = [int(i) for i in head if red[i] > TOL * max(1.0, u[i]) and int(i) not in lp.vars]
             if fresh:
