@@ -1,7 +1,7 @@
 """Cluster-scale plans on Helix's clusters: one pipeline, the best replica plan, Helix's layouts.
 
     PARTITIONER_SHARED=/path/to/shared python benchmarks/cluster.py [--in-flight 4] [--time-limit 60]
-        [--skip-synthetic]
+        [--skip-synthetic] [--cluster cluster42] [--rows serve,helix]
 
 For cluster24 (4 A100-40GB, 8 L4, 12 T4) and cluster42 (42 machines, 7 types, 64 GPUs) with
 Helix's measured LLaMA-2-70B decode profile (examples/helix/helix_data.py), it prints the
@@ -11,6 +11,7 @@ of Helix's published layouts scored the same way (partitioner.deploy.layout): it
 "separate pipelines", and the disjoint chains of its Petals, Swarm and MILP layouts
 (helix_data.chains). Then a synthetic cluster of 256 GPUs of 8 types on 64 nodes.
 Targets: cluster24 < 10 s, cluster42 < 60 s, synthetic 256 GPUs < 60 s (one core).
+`--cluster` runs one Helix cluster only; `--rows` some of the rows (one, replicas, serve, helix).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from partitioner.models.cluster import ClusterSpec  # noqa: E402
 from partitioner.models.llm import ModelSpec  # noqa: E402
 
 AE = "artifact_evaluation"
+ROWS = frozenset({"one", "replicas", "serve", "helix"})
 LAYOUTS = {
     "cluster24": ("single_cluster/layout_llama70b", ["a100", "l4", "t4"]),
     "cluster42": ("high_heterogeneity/layout_llama70b", ["a100", "l4", "l4x2", "t4x2", "t4x4", "v100_t4"]),
@@ -90,59 +92,80 @@ def _row(label: str, tps: float | None, extra: str = "") -> None:
     print(f"  {label:<34} {value} tok/s  {extra}")
 
 
-def run_helix(helix: Path, in_flight: int, time_limit: float) -> None:
+def run_helix(helix: Path, in_flight: int, time_limit: float, names: tuple[str, ...] = ("cluster24", "cluster42"),
+              rows: frozenset[str] = ROWS) -> None:
     from partitioner.api import _profile_batches
 
     model = ModelSpec.model_validate(profile_yaml(helix / "simulator" / "model_manager" / "llama2_70b",
                                                   batch=8, in_flight=in_flight, context=1024))
     batches = _profile_batches(model) or [8]
-    for name in ("cluster24", "cluster42"):
+    for name in names:
         cdict = cluster_yaml(helix / AE / INI[name], name)
         cluster = ClusterSpec.model_validate(cdict)
         print(f"\n{name}: {len(cluster.devices)} GPUs on {len({d.node for d in cluster.devices})} machines, "
               f"LLaMA-2-70B decode, B = 8, K = {in_flight} per pipeline")
-        t0 = time.perf_counter()
         tp = "auto" if name == "cluster24" else "node"  # cluster42: whole machines as TP groups (Helix's units)
-        one = plan_deployment(model, cluster, replicas=1, tp=tp, objective="throughput", time_limit_s=time_limit)
-        t1 = time.perf_counter() - t0
-        _row(f"one pipeline (tp={tp})", one.serving.tokens_per_s,
-             f"{one.S} stages, {t1:.2f} s, {'proven' if one.optimal else 'not proven'} for its τ objective")
-        t0 = time.perf_counter()
-        dep = plan_deployment(model, cluster, replicas="auto", tp=tp, time_limit_s=time_limit)
-        t2 = time.perf_counter() - t0
-        proof = "proven" if dep.optimal else f"gap {dep.gap:.1%} (bound {dep.upper_bound_tokens_per_s:.1f})"
-        _row(f"best replica plan ({len(dep.replicas)} replicas)", dep.tokens_per_s,
-             f"{t2:.2f} s, {dep.subproblems} replica solves, {proof}{', ' + dep.stopped if dep.stopped else ''}")
-        for r, p in enumerate(dep.replicas):
-            shape = " ".join(f"{st.gpu}[{st.start},{st.end})" for st in p.stages)
-            print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  {shape}")
-        if dep.unused:
-            print(f"      unused: {len(dep.unused)} GPUs")
-        t0 = time.perf_counter()
-        srv = plan_deployment(model, cluster, replicas="auto", tp=tp, objective="serve", time_limit_s=time_limit)
-        t3 = time.perf_counter() - t0
-        proof = "proven" if srv.optimal else f"gap {srv.gap:.1%} (bound {srv.upper_bound_tokens_per_s:.1f})"
-        _row(f"serve: own B, K ({len(srv.replicas)} replicas)", srv.tokens_per_s,
-             f"{t3:.2f} s, {srv.subproblems} replica solves, {proof}{', ' + srv.stopped if srv.stopped else ''}")
-        for r, p in enumerate(srv.replicas):
-            shape = " ".join(f"{st.gpu}[{st.start},{st.end})" for st in p.stages)
-            print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  B={p.serving.batch} K={p.serving.in_flight}  {shape}")
-        sep, skipped = _separate(helix, name, cdict)
-        layouts = [("Helix separate pipelines", sep, 0)]
-        for why in skipped:
-            print(f"      (separate pipeline skipped: {why})")
-        for which in ("petals", "swarm", "ilp"):
-            reps, left = _chains(helix, name, which, cdict)
-            layouts.append((f"Helix {which} (disjoint chains)", reps, left))
-        for label, reps, left in layouts:
-            if not reps:
-                _row(label, None, "no disjoint chain covers all 80 layers")
-                continue
-            scored = score_layout(model, cluster, {"replicas": [{"stages": r} for r in reps]})
-            bad = [p.reason for p in scored.replicas if not p.feasible]
-            own = _best_bk(model, cluster, reps, batches)
-            _row(label, scored.tokens_per_s, f"{len(reps)} pipelines" + (f", {left} nodes off-chain" if left else "")
-                 + (f", memory broken: {bad[0]}" if bad else "") + f"; own B, K: {own:.1f} tok/s")
+        if "one" in rows:
+            _one(model, cluster, tp, time_limit)
+        if "replicas" in rows:
+            _replicas(model, cluster, tp, time_limit)
+        if "serve" in rows:
+            _serve(model, cluster, tp, time_limit)
+        if "helix" in rows:
+            _helix_rows(helix, name, cdict, model, cluster, batches)
+
+
+def _one(model: ModelSpec, cluster: ClusterSpec, tp: str, time_limit: float) -> None:
+    t0 = time.perf_counter()
+    one = plan_deployment(model, cluster, replicas=1, tp=tp, objective="throughput", time_limit_s=time_limit)
+    t1 = time.perf_counter() - t0
+    _row(f"one pipeline (tp={tp})", one.serving.tokens_per_s,
+         f"{one.S} stages, {t1:.2f} s, {'proven' if one.optimal else 'not proven'} for its τ objective")
+
+
+def _replicas(model: ModelSpec, cluster: ClusterSpec, tp: str, time_limit: float) -> None:
+    t0 = time.perf_counter()
+    dep = plan_deployment(model, cluster, replicas="auto", tp=tp, time_limit_s=time_limit)
+    t2 = time.perf_counter() - t0
+    proof = "proven" if dep.optimal else f"gap {dep.gap:.1%} (bound {dep.upper_bound_tokens_per_s:.1f})"
+    _row(f"best replica plan ({len(dep.replicas)} replicas)", dep.tokens_per_s,
+         f"{t2:.2f} s, {dep.subproblems} replica solves, {proof}{', ' + dep.stopped if dep.stopped else ''}")
+    for r, p in enumerate(dep.replicas):
+        shape = " ".join(f"{st.gpu}[{st.start},{st.end})" for st in p.stages)
+        print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  {shape}")
+    if dep.unused:
+        print(f"      unused: {len(dep.unused)} GPUs")
+
+
+def _serve(model: ModelSpec, cluster: ClusterSpec, tp: str, time_limit: float) -> None:
+    t0 = time.perf_counter()
+    srv = plan_deployment(model, cluster, replicas="auto", tp=tp, objective="serve", time_limit_s=time_limit)
+    t3 = time.perf_counter() - t0
+    proof = "proven" if srv.optimal else f"gap {srv.gap:.1%} (bound {srv.upper_bound_tokens_per_s:.1f})"
+    _row(f"serve: own B, K ({len(srv.replicas)} replicas)", srv.tokens_per_s,
+         f"{t3:.2f} s, {srv.subproblems} replica solves, {proof}{', ' + srv.stopped if srv.stopped else ''}")
+    for r, p in enumerate(srv.replicas):
+        shape = " ".join(f"{st.gpu}[{st.start},{st.end})" for st in p.stages)
+        print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  B={p.serving.batch} K={p.serving.in_flight}  {shape}")
+
+
+def _helix_rows(helix: Path, name: str, cdict: dict, model: ModelSpec, cluster: ClusterSpec, batches: list[int]) -> None:
+    sep, skipped = _separate(helix, name, cdict)
+    layouts = [("Helix separate pipelines", sep, 0)]
+    for why in skipped:
+        print(f"      (separate pipeline skipped: {why})")
+    for which in ("petals", "swarm", "ilp"):
+        reps, left = _chains(helix, name, which, cdict)
+        layouts.append((f"Helix {which} (disjoint chains)", reps, left))
+    for label, reps, left in layouts:
+        if not reps:
+            _row(label, None, "no disjoint chain covers all 80 layers")
+            continue
+        scored = score_layout(model, cluster, {"replicas": [{"stages": r} for r in reps]})
+        bad = [p.reason for p in scored.replicas if not p.feasible]
+        own = _best_bk(model, cluster, reps, batches)
+        _row(label, scored.tokens_per_s, f"{len(reps)} pipelines" + (f", {left} nodes off-chain" if left else "")
+             + (f", memory broken: {bad[0]}" if bad else "") + f"; own B, K: {own:.1f} tok/s")
 
 
 def run_synthetic(in_flight: int, time_limit: float) -> None:
@@ -171,10 +194,16 @@ def main() -> int:
     ap.add_argument("--in-flight", type=int, default=4)
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--skip-synthetic", action="store_true")
+    ap.add_argument("--cluster", choices=sorted(LAYOUTS), action="append",
+                    help="run this Helix cluster only (repeatable; default both)")
+    ap.add_argument("--rows", default=",".join(sorted(ROWS)), help="comma-separated rows: one, replicas, serve, helix")
     args = ap.parse_args()
+    rows = frozenset(r.strip() for r in args.rows.split(",") if r.strip())
+    if not rows <= ROWS:
+        ap.error(f"--rows: unknown {sorted(rows - ROWS)} (valid: {', '.join(sorted(ROWS))})")
     helix = shared_root() / "data" / "helix"
     if helix.is_dir():
-        run_helix(helix, args.in_flight, args.time_limit)
+        run_helix(helix, args.in_flight, args.time_limit, tuple(args.cluster or LAYOUTS), rows)
     else:
         print(f"{helix} is absent: set PARTITIONER_SHARED to run the Helix rows", file=sys.stderr)
     if not args.skip_synthetic:

@@ -120,6 +120,17 @@ class ReplicaBound:
         """B / τ_lb alone: additive over disjoint replicas, so a bound for a whole deployment."""
         return float(self.fr[devices].sum())
 
+    @property
+    def memory_aware(self) -> bool:
+        """Whether `joint` is tighter than the plain bound (the serve bound, with a KV model)."""
+        return self.seq_cap is not None
+
+    def joint(self, devices: list[int]) -> float:
+        """The memory-aware bound of partitioner.deploy.kvbound (<= this bound; serve only)."""
+        from partitioner.deploy.kvbound import joint_bound
+
+        return joint_bound(self, devices)
+
     # --- count vectors over node kinds -------------------------------------------------------
 
     def prepare(self, nk: Any) -> None:
@@ -260,6 +271,18 @@ class MaxBound:
 
     def vectors(self, X: np.ndarray) -> np.ndarray:
         return np.max([p.vectors(X) for p in self.parts], axis=0)
+
+    memory_aware = True
+
+    def joint(self, devices: list[int]) -> float:
+        """The largest part's memory-aware bound; a part whose fluid bound (>= its joint one) is
+        below the best so far is skipped."""
+        best = 0.0
+        for plain, p in sorted(((p.fluid(devices), p) for p in self.parts), key=lambda t: -t[0]):
+            if plain <= best:
+                break
+            best = max(best, p.joint(devices))
+        return best
 
     def tail(self, c: int) -> float:
         return max(p.tail(c) for p in self.parts)

@@ -16,8 +16,11 @@ least-period split alone, bounded by K·w*), and solved fully when the LP still 
 
     Σ_r v(x_r) <= π·N + μ·r + R_max · max(0, max_x (u(x) − π·x − μ))
 
-(R_max: the most replicas that fit), the LP bound, valid whatever GLOP's tolerance; replicas of more
-than c nodes enter through the tail bound (bounds.ReplicaBound.tail) in the same max. The deployment
+(R_max: the most replicas that fit), the LP bound, valid whatever GLOP's tolerance; the last term
+may be replaced by Σ_k N_k · max(0, max_x (u(x) − π·x − μ) / Σ_k x_k), since the replicas of a
+deployment use at most Σ_k N_k nodes between them; replicas of more
+than c nodes enter through the tail bound (bounds.ReplicaBound.tail) in the same max (each at most
+the tail's reduced cost, beside the per-node term). The deployment
 itself is the integer program over the solved columns (CP-SAT, one worker): exact for them; its
 gap to the bound is reported. The time limit and Ctrl-C stop the generation and keep what is solved.
 """
@@ -41,6 +44,7 @@ TOL = 1e-9
 CLOSE_ROUNDS = 40  # integer programs over the filtered columns (each followed by the solves it asks for)
 MAX_IP_COLUMNS = 50_000
 IP_SECONDS = 10.0
+MAX_TIGHTEN = 1500  # columns given the memory-aware bound (a fixed count keeps the search deterministic)
 RESERVE = 0.04  # of the time limit, kept for the last integer program and the replicas' placing
 
 
@@ -140,9 +144,12 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                    upper_of: Callable[[Any], float], time_limit_s: float | None = None,
                    progress: Callable[..., None] | None = None, max_columns: int = MAX_COLUMNS,
                    cluster: Any = None, quick: Callable[[list[int]], Any] | None = None,
-                   complete: Callable[[Any], bool] | None = None) -> Any:
-    """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replicas)."""
+                   complete: Callable[[Any], bool] | None = None, seeds: list[tuple[int, ...]] | None = None) -> Any:
+    """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replicas). `seeds`
+    (count vectors, partitioner.deploy.seeds) are solved first and enter the LP at once; the
+    answer is never below their per-kind seed deployment."""
     from partitioner.deploy.replicas import ReplicaSearch, _place
+    from partitioner.deploy.seeds import seed_deployment
 
     start = time.perf_counter()
     N = tuple(nk.counts)
@@ -168,10 +175,17 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
     last: tuple[np.ndarray, float, float, float, int] | None = None
 
     refine: set[int] = set()  # columns solved quickly that a full solve may still improve
+    joint = bound.joint if getattr(bound, "memory_aware", False) else None  # the serve bound of deploy.kvbound
+    tight: set[int] = set()  # columns whose u holds it
 
-    def solve(i: int) -> None:
+    def tighten_one(i: int) -> None:
+        u[i] = min(float(u[i]), float(joint(nk.devices(tuple(int(a) for a in X[i])))))  # type: ignore[misc]
+        if i in lp.vars:
+            lp.set_value(i, float(u[i]))
+
+    def solve(i: int, full: bool = False) -> None:
         x = tuple(int(a) for a in X[i])
-        first = quick is not None and i not in solved
+        first = quick is not None and i not in solved and not full
         try:
             plan = (quick if first and quick is not None else value)(nk.devices(x))
             if first and complete is not None and not complete(plan):
@@ -192,7 +206,14 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
         if progress is not None:
             progress(len(solved), None, max(t for t, _ in solved.values()), best_bound)
 
+    seed_rows = [int(j) for x in seeds or () for j in np.flatnonzero(np.all(np.array(x) == X, axis=1))[:1]]
     try:
+        for i in seed_rows:  # fully: homogeneous replicas are cheap, and their values are the floor
+            if _late(start, time_limit_s, RESERVE):
+                break
+            solve(i, full=True)
+            if i not in lp.vars:
+                lp.add(i, X[i], u[i])
         while True:
             if _late(start, time_limit_s, RESERVE):
                 stopped = "time_limit"
@@ -201,12 +222,19 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
             if got is None:
                 raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
             pi, mu, y = got
+            used = [i for i, yi in y.items() if yi > 1e-9 and i not in tight]
+            if joint is not None and used and len(tight) < MAX_TIGHTEN:  # the LP's columns: tighter bound first
+                for i in used:
+                    tight.add(i)
+                    tighten_one(i)
+                continue
             red = u - Xf @ pi - mu
             top = float(red.max())
             top = max(0.0, top)
             tail = _tail(Nv, c, pi, mu, bound.rates, bound.tail) if n_tail else -math.inf
-            best_bound = min(best_bound, float(Nv @ pi) + mu * (replicas or 0) + r_max * top
-                             + n_tail * max(0.0, tail - top))
+            per_node = max(0.0, float((red / size).max())) * float(Nv.sum())  # Σ_r red(x_r) <= Σ_r |x_r| · max red/|x|
+            best_bound = min(best_bound, float(Nv @ pi) + mu * (replicas or 0)
+                             + min(r_max * top + n_tail * max(0.0, tail - top), per_node + n_tail * max(0.0, tail)))
             head = np.argpartition(-red, min(ADD_PER_ROUND, len(red) - 1))[:ADD_PER_ROUND]
             fresh = [int(i) for i in head if red[i] > TOL * max(1.0, u[i]) and int(i) not in lp.vars]
             if fresh:
@@ -228,6 +256,9 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                                                         best_bound, start, time_limit_s, refine)
         except KeyboardInterrupt:
             stopped = "interrupted"
+    seeded = seed_deployment(N, [x for x in seeds or () if x in memo], lambda x: memo[x][0])
+    if replicas is None and seeded[0] > total * (1 + 1e-12):
+        chosen, total = seeded[1], seeded[0]
     if not chosen:
         if replicas is not None and any(t > 0 for t, _ in solved.values()):
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")

@@ -227,11 +227,13 @@ def plan_deployment(
         return dataclasses.replace(plan, notes=(*head, *tp_notes(plan)))
 
     if serve:  # each replica its own batch and in-flight count (partitioner.deploy.serve)
-        from partitioner.deploy.serve import serve_inputs
+        from partitioner.deploy.serve import REPLICA_SHARE, serve_inputs
 
         serve_value, bound = serve_inputs(model, cluster, tp=tp, engine=engine, regime=regime, order=order_,
                                           solver=solver, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
-                                          deadline=deadline, launch=launch)
+                                          deadline=deadline, launch=launch,
+                                          replica_s=None if time_limit_s is None or count == 1
+                                          else max(1.0, REPLICA_SHARE * time_limit_s))
         serve_value = _only_usable(serve_value, dropped, engine)
         if count == 1:
             plan = serve_value(list(range(len(cluster.devices))))
@@ -254,7 +256,7 @@ def plan_deployment(
     left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
     found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
                             time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
-                            quick=split.quick, complete=split.complete)
+                            quick=split.quick, complete=split.complete, seed=serve)
     plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)

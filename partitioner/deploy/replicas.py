@@ -121,23 +121,31 @@ def search_replicas(
     cluster: Any = None,
     quick: Callable[[list[int]], Any] | None = None,
     complete: Callable[[Any], bool] | None = None,
+    seed: bool = False,
 ) -> ReplicaSearch:
     """The recursion of the module doc, evaluated lazily by branch and bound: v(x) is solved only
     when bound(x) + F(n - x) could beat the best so far, where bound(x) >= v(x) (cheap, no solve)
-    and F is the same recursion over the bounds. Exact whenever it runs to the end."""
+    and F is the same recursion over the bounds. Exact whenever it runs to the end. `seed`: the
+    per-kind homogeneous replicas (partitioner.deploy.seeds) are solved first, and the answer is
+    never below their best deployment (for `replicas="auto"`)."""
+    from partitioner.deploy.seeds import kind_seeds
+
     start = time.perf_counter()
     N = nk.counts
+    seeds = kind_seeds(N, lambda x: fits(nk.devices(x)) and bound(nk.devices(x)) > 0) if seed and replicas is None else []
     if math.prod(n + 1 for n in N) > MAX_STATES and hasattr(bound, "vectors") and len(N) <= MAX_MASK_KINDS:
         from partitioner.deploy.columns import search_columns
 
         return search_columns(nk, value, replicas=replicas, bound=bound, upper_of=upper_of or (lambda p: math.inf),
                               time_limit_s=time_limit_s, progress=progress, cluster=cluster, quick=quick,
-                              complete=complete)
+                              complete=complete, seeds=seeds)
     cap = _cap(N, max_vectors)
     exact = cap == N
     vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))
                if any(x) and fits(nk.devices(x))]
-    ub = {x: bound(nk.devices(x)) for x in vectors}
+    joint = getattr(bound, "joint", None) if getattr(bound, "memory_aware", False) else None  # the serve bound of deploy.kvbound
+    ub = {x: bound(nk.devices(x)) if joint is None else min(bound(nk.devices(x)), joint(nk.devices(x)))
+          for x in vectors}
     memo: dict[tuple[int, ...], tuple[float, Any]] = {}
     counter = [0]
 
@@ -157,10 +165,14 @@ def search_replicas(
         return memo[x][0]
 
     if math.prod(n + 1 for n in N) > MAX_STATES:
-        return _greedy(nk, N, vectors, ub=ub, v=v, memo=memo, value=value, replicas=replicas, fluid=fluid, start=start)
+        return _greedy(nk, N, vectors, ub=ub, v=v, memo=memo, value=value, replicas=replicas, fluid=fluid, start=start,
+                       seeds=[x for x in seeds if x in ub])
     F = _recursion(N, ub.__getitem__, list(ub), replicas, None)
     stopped = ""
     try:
+        for x in seeds:  # solved first: a stopped search then still holds the seed deployment
+            if x in ub:
+                v(x)
         total, chosen = _recursion(N, v, sorted(ub, key=lambda x: -ub[x]), replicas, F, ub=ub)(N, _r(N, replicas))
     except _Stop as stop:
         stopped = str(stop)
@@ -179,6 +191,12 @@ def search_replicas(
     order = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, order, k, memo, value, cluster) for k in range(len(order))]
     optimal = exact and not stopped and all(getattr(p, "optimal", False) for p in plans)
+    if upper_of is not None:  # solved vectors: their own proven upper bound where it is tighter
+        tight = dict(ub)
+        for x, (t, p) in memo.items():
+            if x in tight:
+                tight[x] = min(ub[x], max(t, upper_of(p))) if p is not None else 0.0
+        F = _recursion(N, tight.__getitem__, list(tight), replicas, None)
     top = F(N, _r(N, replicas))[0]
     return ReplicaSearch(
         vectors=order, plans=plans, total=total, optimal=optimal,
@@ -189,7 +207,8 @@ def search_replicas(
 
 def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *, ub: dict[tuple[int, ...], float],
             v: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, ...], tuple[float, Any]], value: Value,
-            replicas: int | None, fluid: Callable[[list[int]], float] | None, start: float) -> ReplicaSearch:
+            replicas: int | None, fluid: Callable[[list[int]], float] | None, start: float,
+            seeds: list[tuple[int, ...]] | None = None) -> ReplicaSearch:
     """Too many node kinds for the exact recursion: take replicas one at a time, each the best
     tokens/s per GPU among the GREEDY_WIDTH vectors of highest bound per GPU that still fit, until
     none is left (or `replicas` are placed); again by tokens/s itself; keep the better. Not proven; the upper bound is the fluid bound of
@@ -219,6 +238,8 @@ def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *
         return math.fsum(memo[x][0] for x in xs)
 
     try:
+        for x in seeds or ():  # the per-kind seed deployment (partitioner.deploy.seeds) is a candidate too
+            v(x)
         for per_gpu in (True, False):  # two greedy rules: tokens/s per GPU, then tokens/s
             got = list(run(per_gpu))
             if (replicas is None or len(got) == replicas) and total_of(got) > total_of(best):
@@ -229,6 +250,12 @@ def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *
         stopped = "interrupted"
     if stopped and total_of(partial) > total_of(best) and (replicas is None or len(partial) == replicas):
         best = list(partial)  # the interrupted rule's replicas so far
+    if seeds and replicas is None:
+        from partitioner.deploy.seeds import seed_deployment
+
+        seed_total, seeded = seed_deployment(N, [x for x in seeds if x in memo], lambda x: memo[x][0])
+        if seed_total > total_of(best):
+            best = seeded
     chosen = best
     if not chosen or (replicas is not None and len(chosen) < replicas):
         raise InfeasibleError(f"the greedy replica search placed {len(chosen)} replicas"

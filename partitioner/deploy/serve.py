@@ -12,6 +12,18 @@ whole cluster and restricted to each replica's rows.
 The replica's value is its best tokens/s and its upper bound the search's (tokens/s no split at
 any searched (B, K) beats; infinite when the search was cut short), which the replica search
 (partitioner.deploy.replicas / columns) uses in its own bound.
+
+`quick` (the first solve of a column, partitioner.deploy.columns): the same search over the
+coarse batch grid (powers of two, the grid's largest batch and the previous replica's batch)
+with every inner split solved by the exact DP where it applies and otherwise by the DP's seed
+(`solvers.dp.hint`: the least-τ_max free-order plan and its lower bound), never by CP-SAT, so
+that the answer does not depend on the machine's load. It bounds nothing (the batches it skips
+may do better: its upper bound is infinite, the column keeps its cheap bound), and a column the
+LP keeps using is solved fully later.
+Each replica's search gets at most `replica_s` seconds, so one large replica (CP-SAT on dozens of
+heterogeneous rows) cannot spend the whole command's time limit. Each replica's search prunes
+the batches that cannot beat its best so far and starts at the batch the previous replica chose
+(partitioner.serving.search, "Pruning": the best plan and the bound are unchanged by it).
 """
 
 from __future__ import annotations
@@ -28,7 +40,30 @@ from partitioner.deploy.groups import GroupPlan, select_rows, to_plan
 from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables
 
-__all__ = ["ServeUnits", "serve_planner"]
+__all__ = ["ServeUnits", "serve_planner", "SeedRule", "REPLICA_SHARE"]
+
+REPLICA_SHARE = 0.1  # of the command's time limit: the most one replica's full serve search may take
+
+
+class SeedRule:
+    """Inner solves without CP-SAT (module doc, `quick`): the exact DP where it applies, else the
+    DP's seed plan and bound (partitioner.solvers._auto, before it hands over to CP-SAT)."""
+
+    def solve(self, problem: Any) -> Any:
+        from partitioner.solvers import dp
+        from partitioner.solvers.budget import Budget, TimeUp
+
+        budget = Budget(problem.time_limit_s)
+        try:
+            return dp.solve(problem, budget) if dp.applies(problem) else dp.hint(problem, budget)
+        except TimeUp:
+            found = budget.best_solution("TIME_LIMIT")
+            if found is None:
+                raise InfeasibleError("the time limit ran out before the DP found a split") from None
+            return found
+
+    def admits(self, problem: Any, solution: Any) -> bool:
+        return True
 
 
 class ServeUnits:
@@ -64,9 +99,11 @@ class ServeUnits:
 
 def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
                   limits: Any, batches: list[int] | None, deadline: float | None,
-                  launch: Any = None) -> Callable[[list[int]], Any]:
-    """devices -> the replica's serve Plan (module doc); `.upper(plan)` its tokens/s upper bound.
-    `launch` (partitioner.deploy.launch): every solve keeps to the orders that engine launches."""
+                  launch: Any = None, replica_s: float | None = None) -> Callable[[list[int]], Any]:
+    """devices -> the replica's serve Plan (module doc); `.upper(plan)` its tokens/s upper bound,
+    `.quick(devices)` the plan without CP-SAT, `.complete(plan)` False for a quick plan a full
+    search may improve. `launch` (partitioner.deploy.launch): every solve keeps to the orders
+    that engine launches (then, or with a solver other than auto, quick is the full search)."""
     from partitioner.serving.search import search
 
     relaxation = ServeUnits(model, cluster, tp, engine) if tp == "auto" else None
@@ -76,34 +113,49 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
     else:
         modes = [ServeUnits(model, cluster, tp, engine)]
     uppers: dict[int, float] = {}
+    partial: set[int] = set()
+    seeded = launch is None and solver == "auto"
+    last = [None]  # the batch of the last replica planned (the next search starts there)
 
-    def run(units: ServeUnits, devices: list[int]) -> tuple[Any, tuple[Group, ...], bool] | None:
+    def coarse(start: int | None) -> list[int]:
+        from partitioner.serving.search import MAX_BATCH, batch_grid
+
+        full = batch_grid(min(limits.max_batch or MAX_BATCH, MAX_BATCH)) if batches is None else batches
+        return sorted({b for b in full if b & (b - 1) == 0} | {full[-1]} | ({start} if start in full else set()))
+
+    def run(units: ServeUnits, devices: list[int], quick: bool = False) -> tuple[Any, tuple[Group, ...], bool] | None:
         """The serve search over `units` inside `devices`: (result, rows' groups, plan disjoint)."""
         rows = units.rows(devices)
         if not rows:
             return None
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        if replica_s is not None:
+            left = replica_s if left is None else min(left, replica_s)
         rule = None if launch is None else launch.on_rows([units.groups[r].members for r in rows])
+        grid = batches
+        if quick:
+            rule, grid = SeedRule(), coarse(last[0])
         try:
-            res = search(lambda B: select_rows(units.tables(B)[1], rows), batches, regime=regime, order=order,
-                         solver=solver, limits=limits, time_limit_s=left, rule=rule)
+            res = search(lambda B: select_rows(units.tables(B)[1], rows), grid, regime=regime, order=order,
+                         solver=solver, limits=limits, time_limit_s=left, rule=rule, prune=True, start=last[0])
         except InfeasibleError:
             return None
         groups = tuple(units.groups[r] for r in rows)
         return res, groups, disjoint([groups[r] for r in res.best.solution.devices])
 
-    def planner(devices: list[int]) -> Any:
+    def planner(devices: list[int], quick: bool = False) -> Any:
+        quick = quick and seeded
         found: list[tuple[Any, tuple[Group, ...], bool]] = []
         upper = 0.0
         if relaxation is not None:  # tp auto: its bound holds for every disjoint plan of any degrees
-            got = run(relaxation, devices)
+            got = run(relaxation, devices, quick)
             if got is not None:
                 upper = got[0].upper_bound
                 if got[2]:
                     found.append(got)
         if not found:
             for units in modes:
-                got = run(units, devices)
+                got = run(units, devices, quick)
                 if got is None:
                     continue
                 if relaxation is None:
@@ -114,23 +166,29 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
             raise InfeasibleError("no batch, in-flight count and split of these devices serves the model")
         res, groups, _ = max(found, key=lambda f: f[0].best.serving.tokens_per_s)
         best = res.best
+        last[0] = best.serving.batch
         tps = best.serving.tokens_per_s
-        upper = max(upper, tps)
+        upper = math.inf if quick else max(upper, tps)
         gp = GroupPlan(best.problem, best.solution, groups, False, best.solution.lower_bound, res.solves)
         plan = to_plan(gp, cluster)
         plan = dataclasses.replace(plan, objective="serve", serving=best.serving,
                                    optimal=bool(upper <= tps * (1 + 1e-9)),
                                    frontier=tuple(p.to_dict() for p in res.frontier), notes=tuple(tp_notes(plan)))
         uppers[id(plan)] = upper if math.isfinite(upper) else math.inf
+        if quick:
+            partial.add(id(plan))
         return plan
 
     planner.upper = lambda plan: uppers.get(id(plan), math.inf)  # type: ignore[attr-defined]
+    planner.quick = lambda devices: planner(devices, quick=True)  # type: ignore[attr-defined]
+    planner.complete = lambda plan: id(plan) not in partial  # type: ignore[attr-defined]
     return planner
 
 
 def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
                  tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None,
-                 deadline: float | None, launch: Any = None) -> tuple[Callable[[list[int]], Any], Any]:
+                 deadline: float | None, launch: Any = None,
+                 replica_s: float | None = None) -> tuple[Callable[[list[int]], Any], Any]:
     """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
     from partitioner.api import serve_limits
     from partitioner.costs import build_tables
@@ -140,7 +198,8 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
 
     limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)
     planner = serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order, solver=solver,
-                            limits=limits, batches=batches, deadline=deadline, launch=launch)
+                            limits=limits, batches=batches, deadline=deadline, launch=launch,
+                            replica_s=replica_s)
     cap = min(max_batch or MAX_BATCH, MAX_BATCH)
     grid = [b for b in (batch_grid(cap) if batches is None else batches) if b <= cap]
     if not grid:

@@ -121,6 +121,13 @@ class NodeSplit:
         base = float(self.bound_inner(devices))
         return max(base, self.split_ub[k]) if k in self.split_ub else base
 
+    def joint(self, devices: list[int]) -> float:
+        """The inner bound's memory-aware one (kvbound), the packing bound for a lone node."""
+        k = self.node_kind.get(tuple(sorted(devices)))
+        inner = getattr(self.bound_inner, "joint", self.bound_inner)
+        base = float(inner(devices))
+        return max(base, self.split_ub[k]) if k in self.split_ub else base
+
     def vectors(self, X: np.ndarray) -> np.ndarray:
         u = self.bound_inner.vectors(X)
         single = X.sum(axis=1) == 1

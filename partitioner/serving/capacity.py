@@ -22,7 +22,7 @@ import numpy as np
 
 from partitioner.problem import RTOL, CostTables
 
-__all__ = ["Capacity", "stage_weight_gb", "stage_kv_gb", "fits", "capacity"]
+__all__ = ["Capacity", "stage_weight_gb", "stage_kv_gb", "fits", "capacity", "sequence_cap"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,15 @@ def capacity(t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...]) -> 
         return Capacity(None, None, per)
     n, s = min(known)
     return Capacity(n, s, per)
+
+
+def sequence_cap(t: CostTables) -> float:
+    """An upper bound on `capacity(...)` over every plan on t's devices: stages hold disjoint
+    layers on distinct devices and each passes the test of `fits`, so summed over stages
+    Σ weights + N·Σ kv <= Σ C_g·(1 + RTOL) + G·1e-12, with Σ weights >= Σ weight_gb − tied_gb
+    (the tied embedding is counted once only on a one-stage plan). inf without a KV model."""
+    kv = stage_kv_gb(t, 0, t.L)
+    if kv <= 0 or t.weight_gb is None:
+        return math.inf
+    room = float(t.capacity_gb.sum()) * (1 + RTOL) + t.G * 1e-12 - (float(t.weight_gb.sum()) - t.tied_gb)
+    return max(0.0, room / kv)

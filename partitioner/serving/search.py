@@ -41,6 +41,12 @@ Why this grid is enough:
   answer deterministic; the gap left is reported).
   The plan is proven optimal over the grid when no bound exceeds the best tokens/s.
   Baselines (`even`, ...) keep their own split at every (B, K).
+- Pruning (`prune`, the replica search's per-replica solves): at batch B every K has
+  tokens/s = K·B / max(K·w, R) <= min(B / w*(1), N_cap / R_lb), since w*(K) >= w*(1) (above)
+  and K·B <= N_cap (capacity.sequence_cap); once the K = 1 solve shows this below the best so
+  far, B's larger K are skipped and the bound enters the search's upper bound. `start`: that
+  batch is searched first (the best B of a similar replica), so the best rises early. The best
+  plan is unchanged; the frontier then holds only the points searched.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ import numpy as np
 
 from partitioner.errors import InfeasibleError, InputError, PartitionerError
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
+from partitioner.serving.capacity import sequence_cap
 from partitioner.serving.points import (
     Limits,
     Point,
@@ -86,9 +93,11 @@ class Rule(Protocol):
 
 class _Search:
     def __init__(self, tables_at: Callable[[int], CostTables], regime: str, order: str, *, solver: str,
-                 limits: Limits, deadline: float | None, exact: bool, rule: Rule | None = None) -> None:
+                 limits: Limits, deadline: float | None, exact: bool, rule: Rule | None = None,
+                 prune: bool = False) -> None:
         self.tables_at, self.regime, self.order, self.solver = tables_at, regime, order, solver
         self.limits, self.deadline, self.exact, self.rule = limits, deadline, exact, rule
+        self.prune, self.pruned = prune, [0.0]  # the bounds of the batches pruning skipped
         self.solves = self.points = 0
         self.ok: list[Point] = []
         self.all: list[Point] = []
@@ -207,12 +216,23 @@ class _Search:
                         return True  # the solver's memory check and capacity disagree: stop here
                     break
                 fresh = False
-                if self.record(point):
+                if self.record(point) or (K == 1 and self.cannot_beat(base, point, r_lb)):
                     return True
                 K += 1
                 if not self.exact:
                     break
                 problem = replace(problem, tables=with_in_flight(base, K), M=K)
+        return True
+
+    def cannot_beat(self, base: CostTables, point: Point, r_lb: float) -> bool:
+        """`prune` (module doc): no K at this batch beats the best so far; its bound is kept."""
+        if not self.prune or not self.ok:
+            return False
+        top = min(base.batch / point.w_lb if point.w_lb > 0 else math.inf,
+                  sequence_cap(base) / r_lb if r_lb > 0 else math.inf)
+        if top > max(q.serving.tokens_per_s for q in self.ok) * (1 + RTOL):
+            return False
+        self.pruned.append(top)
         return True
 
     def record(self, point: Point) -> bool:
@@ -263,18 +283,21 @@ def search(
     time_limit_s: float | None = None,
     progress: Callable[[int, float, float], None] | None = None,
     rule: Rule | None = None,
+    prune: bool = False,
+    start: int | None = None,
 ) -> SearchResult:
     """The best (B, K, split) and the Pareto frontier (module doc). `batches=None`: the roofline
     grid up to the memory limit; else the given batch sizes in rising order. `progress(B, best
     tokens/s, elapsed s)` is called after each batch once a second has passed; Ctrl-C (and the
-    time limit) stop the grid and return the best plan so far, without a bound."""
+    time limit) stop the grid and return the best plan so far, without a bound. `prune`, `start`:
+    module doc, "Pruning"."""
     from partitioner.solvers import BASELINES
 
     limits = limits or Limits()
     t0 = time.monotonic()
     deadline = None if time_limit_s is None else t0 + time_limit_s
     run = _Search(tables_at, regime, order, solver=solver, limits=limits, deadline=deadline,
-                  exact=solver not in BASELINES, rule=rule)
+                  exact=solver not in BASELINES, rule=rule, prune=prune)
     cap = min(limits.max_batch or MAX_BATCH, MAX_BATCH)
     grid = batch_grid(cap) if batches is None else [b for b in batches if b <= cap]
     if not grid:
@@ -283,10 +306,14 @@ def search(
     done: list[int] = []
     complete = True
     try:
+        if start in grid and run.one_batch(start):
+            done.append(start)
         for i, B in enumerate(grid):
             if run.timed_out():
                 complete = False
                 break
+            if B in done:
+                continue
             if not run.one_batch(B):
                 if batches is None and i > 0 and grid[i - 1] + 1 < B:
                     done += _last_fitting(run, grid[i - 1] + 1, B - 1)
@@ -306,8 +333,8 @@ def search(
     best = replace(best, serving=best.serving.with_binding(binding(best, run.ok, limits)))
     notes = [] if complete and not run.timed_out() else ["stopped (time limit or Ctrl-C): best plan so far"]
     # a grid cut short by the time limit bounds nothing beyond what it searched
-    upper = max([best.serving.tokens_per_s, *(run.upper(p) for p in run.all)]) if complete else math.inf
-    return SearchResult(best, pareto(run.ok), run.points, run.solves, done, time.monotonic() - t0, upper, notes)
+    upper = max([best.serving.tokens_per_s, *run.pruned, *(run.upper(p) for p in run.all)]) if complete else math.inf
+    return SearchResult(best, pareto(run.ok), run.points, run.solves, sorted(done), time.monotonic() - t0, upper, notes)
 
 
 def _d_ret_lb(t: CostTables) -> float:
