@@ -30,3 +30,11 @@ def test_interval_costs_and_link_ids_match_their_definitions(seed: int) -> None:
                 key = (float(t.latency_s[g, h]), float(t.bandwidth_Bps[g, h]))
                 assert int(T.link_id[g, h]) == seen.setdefault(key, len(seen))
                 assert np.array_equal(T.delay(g, h), tables._delay_vector(t, g, h))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_successor_links_are_the_distinct_links_to_later_devices(seed: int) -> None:
+    t, _ = instance(seed, KINDS[seed % len(KINDS)])
+    T = tables.build_tables.__wrapped__(t)
+    for u in range(t.G):
+        assert T.successor_links(u) == sorted({int(T.link_id[u, h]) for h in range(u + 1, t.G)})

@@ -86,9 +86,12 @@ class DPTables:
         return self._capped[key]
 
     def successor_links(self, u: int) -> list[int]:
-        """Distinct link ids from u to the devices listed after it (fixed order)."""
-        if u not in self._succ:
-            self._succ[u] = [int(x) for x in np.unique(self.link_id[u, u + 1:])]
+        """Distinct link ids from u to the devices listed after it (fixed order), ascending."""
+        if not self._succ:
+            rows, cols = np.triu_indices(self.G, 1)
+            seen = np.zeros((self.G, len(self.D)), dtype=bool)
+            seen[rows, self.link_id[rows, cols]] = True  # every device's at once: one pass, not G np.unique
+            self._succ.update({g: [int(x) for x in np.flatnonzero(seen[g])] for g in range(self.G)})
         return self._succ[u]
 
     @property
