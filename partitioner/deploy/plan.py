@@ -184,7 +184,7 @@ def plan_deployment(
     from partitioner import solvers
     from partitioner.costs import build_tables
     from partitioner.costs.tables import select_engine
-    from partitioner.deploy.bounds import for_workload
+    from partitioner.deploy.bound_inputs import for_workload
     from partitioner.deploy.groups import solve_groups, to_plan
     from partitioner.deploy.replicas import node_kinds, search_replicas
     from partitioner.deploy.split import Bundle, NodeSplit

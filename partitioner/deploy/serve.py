@@ -192,7 +192,7 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
     """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
     from partitioner.api import serve_limits
     from partitioner.costs import build_tables
-    from partitioner.deploy.bounds import for_serve
+    from partitioner.deploy.bound_inputs import for_serve
     from partitioner.errors import InputError
     from partitioner.serving.search import MAX_BATCH, batch_grid
 
