@@ -14,7 +14,7 @@ most C_g / m_min of them), hence v(D) <= min(B/τ_lb, K·B/R_lb). B/τ_lb alone 
 additive over disjoint replicas.
 
 `ReplicaBound.vectors(X)` evaluates the same bound for many count vectors x over node kinds at
-once (partitioner.deploy.replicas.NodeKinds; nodes of one kind are interchangeable, links uniform),
+once (partitioner.deploy.kinds.NodeKinds; nodes of one kind are interchangeable, links uniform),
 from per-kind and per-subset-of-kinds tables; it equals the per-device-set bound (tests).
 `tail(c)` bounds a replica that uses more than c nodes: its ring crosses at least c + 1 node
 boundaries, each at least the least inter-node latency.

@@ -145,10 +145,10 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                    progress: Callable[..., None] | None = None, max_columns: int = MAX_COLUMNS,
                    cluster: Any = None, quick: Callable[[list[int]], Any] | None = None,
                    complete: Callable[[Any], bool] | None = None, seeds: list[tuple[int, ...]] | None = None) -> Any:
-    """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replicas). `seeds`
+    """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replica_result). `seeds`
     (count vectors, partitioner.deploy.seeds) are solved first and enter the LP at once; the
     answer is never below their per-kind seed deployment."""
-    from partitioner.deploy.replicas import ReplicaSearch, _place
+    from partitioner.deploy.replica_result import ReplicaSearch, _place
     from partitioner.deploy.seeds import seed_deployment
 
     start = time.perf_counter()

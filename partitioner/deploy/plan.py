@@ -186,7 +186,8 @@ def plan_deployment(
     from partitioner.costs.tables import select_engine
     from partitioner.deploy.bound_inputs import for_workload
     from partitioner.deploy.groups import solve_groups, to_plan
-    from partitioner.deploy.replicas import node_kinds, search_replicas
+    from partitioner.deploy.kinds import node_kinds
+    from partitioner.deploy.replicas import search_replicas
     from partitioner.deploy.split import Bundle, NodeSplit
     from partitioner.models import load_cluster, load_model
 
