@@ -11,8 +11,9 @@ import pytest
 from test_replicas_exact import _instance
 
 import partitioner.deploy.replicas as rep
-from partitioner.deploy.columns import _count, _tail, count_vectors
+from partitioner.deploy.columns import _count, count_vectors
 from partitioner.deploy.plan import plan_deployment
+from partitioner.deploy.pricing import _tail
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.models.cluster import ClusterSpec
 from partitioner.models.llm import ModelSpec
