@@ -23,7 +23,7 @@ from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_not
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
 from partitioner.registry import TP_MODES
-from partitioner.serving.search import _d_ret_lb
+from partitioner.serving.run import _d_ret_lb
 
 __all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
 
@@ -59,7 +59,7 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
     the exact least-period split over groups ("throughput" at M = K: least w, then least R among
     those); when its P is K·w* it is optimal (no split has P < K·w*). Otherwise also the exact
     "makespan" splits at M = 1 (least Στ + Σd) and at M = K + 1, the best of them; each bounds
-    P* >= K·(T*(m) + d_ret_lb)/(K + m − 1) (the Lagrangian bound of partitioner.serving.search,
+    P* >= K·(T*(m) + d_ret_lb)/(K + m − 1) (the Lagrangian bound of partitioner.serving.run,
     "Exactness"), and the plan is proven when its P meets the largest bound.
     """
     from partitioner.deploy.groups import solve_groups, to_plan

@@ -23,7 +23,7 @@ LP keeps using is solved fully later.
 Each replica's search gets at most `replica_s` seconds, so one large replica (CP-SAT on dozens of
 heterogeneous rows) cannot spend the whole command's time limit. Each replica's search prunes
 the batches that cannot beat its best so far and starts at the batch the previous replica chose
-(partitioner.serving.search, "Pruning": the best plan and the bound are unchanged by it).
+(partitioner.serving.run, "Pruning": the best plan and the bound are unchanged by it).
 """
 
 from __future__ import annotations
