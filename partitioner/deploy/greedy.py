@@ -2,10 +2,10 @@
 
 When the exact recursion has more than MAX_STATES states and column generation cannot run (more
 than MAX_MASK_KINDS kinds, or a bound without a count-vector form; partitioner.deploy.replicas,
-bounds), replicas are taken one at a time by their tokens/s per GPU, then by tokens/s, the better of the two kept,
-and never below the per-kind seed deployment (partitioner.deploy.seeds). Not proven: the upper
-bound is the fluid bound of the whole cluster, B·Σ_g r_g / L_dec (partitioner.deploy.bounds,
-additive over disjoint replicas).
+bounds), replicas are taken one at a time by their tokens/s per GPU, then by tokens/s, the better
+of the two kept, and never below the per-kind seed deployment (partitioner.deploy.seeds). Not
+proven: the upper bound is the fluid bound of the whole cluster, B·Σ_g r_g / L_dec
+(partitioner.deploy.bounds, additive over disjoint replicas).
 """
 
 from __future__ import annotations
