@@ -11,8 +11,9 @@ import pytest
 from test_replicas_exact import _instance
 
 import partitioner.deploy.replicas as rep
-from partitioner.deploy.columns import _count, _tail, count_vectors
+from partitioner.deploy.columns import _count, count_vectors
 from partitioner.deploy.plan import plan_deployment
+from partitioner.deploy.pricing import _tail
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.models.cluster import ClusterSpec
 from partitioner.models.llm import ModelSpec
@@ -109,7 +110,8 @@ def test_tail_bound_by_hand() -> None:
 def test_moved_replicas_equal_replanned_ones() -> None:
     """A later replica of the same count vector is the memoised plan moved onto its own nodes: the
     same figures as planning it there again, on disjoint devices (interchangeable nodes)."""
-    from partitioner.deploy.replicas import _place, node_kinds
+    from partitioner.deploy.kinds import node_kinds
+    from partitioner.deploy.replica_result import _place
 
     layers = [{"name": "layer", "repeat": 6, "cost": {"a100-40gb": 1.4e-3, "l4": 7e-3}, "memory_gb": 9.0,
                "out_bytes": 262144, "kv_bytes_per_token": 4096}]

@@ -1,4 +1,4 @@
-"""The replica planner's cheaper serve search (partitioner.serving.search, "Pruning"): pruned
+"""The replica planner's cheaper serve search (partitioner.serving.run, "Pruning"): pruned
 batches and a start batch leave the best plan unchanged and the upper bound valid, on seeded
 small clusters; capacity.sequence_cap by hand."""
 

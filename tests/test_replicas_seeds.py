@@ -11,9 +11,9 @@ import pytest
 from test_replicas_exact import _best_partition
 from test_replicas_serve import _instance
 
-import partitioner.deploy.columns as col
 import partitioner.deploy.replicas as rep
 from partitioner.api import serve_plan
+from partitioner.deploy import closing
 from partitioner.deploy.plan import plan_deployment
 from partitioner.deploy.seeds import kind_seeds, seed_deployment
 from partitioner.errors import InfeasibleError
@@ -104,7 +104,7 @@ def test_columns_cut_short_after_the_seeds_keep_the_seed_deployment(seed: int, m
         kw["quick"] = count(kw["quick"])
         return real(nk, count(value), **kw)
 
-    monkeypatch.setattr(col, "_late", lambda *a, **k: solves[0] >= n_seeds[0])  # late once the seeds are solved
+    monkeypatch.setattr(closing, "_late", lambda *a, **k: solves[0] >= n_seeds[0])  # late once the seeds are solved
     monkeypatch.setattr(rep, "search_replicas", counting)  # plan_deployment imports it at call time
     d = plan_deployment(model, cluster, replicas="auto", tp="off", objective="serve")
     assert n_seeds[0] > 0

@@ -47,7 +47,7 @@ class Launch:
         return engine_sequences.realisable(self.engine, problem.tables, devices, self.address, members)
 
     def on_rows(self, members: Sequence[Sequence[int]]) -> RowsRule:
-        """The rule for problems whose row r runs on GPUs `members[r]` (serving.search's Rule)."""
+        """The rule for problems whose row r runs on GPUs `members[r]` (serving.run's Rule)."""
         return RowsRule(self, tuple(tuple(m) for m in members))
 
 

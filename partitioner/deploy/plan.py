@@ -23,7 +23,7 @@ from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_not
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
 from partitioner.registry import TP_MODES
-from partitioner.serving.search import _d_ret_lb
+from partitioner.serving.run import _d_ret_lb
 
 __all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
 
@@ -59,7 +59,7 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
     the exact least-period split over groups ("throughput" at M = K: least w, then least R among
     those); when its P is K·w* it is optimal (no split has P < K·w*). Otherwise also the exact
     "makespan" splits at M = 1 (least Στ + Σd) and at M = K + 1, the best of them; each bounds
-    P* >= K·(T*(m) + d_ret_lb)/(K + m − 1) (the Lagrangian bound of partitioner.serving.search,
+    P* >= K·(T*(m) + d_ret_lb)/(K + m − 1) (the Lagrangian bound of partitioner.serving.run,
     "Exactness"), and the plan is proven when its P meets the largest bound.
     """
     from partitioner.deploy.groups import solve_groups, to_plan
@@ -184,9 +184,10 @@ def plan_deployment(
     from partitioner import solvers
     from partitioner.costs import build_tables
     from partitioner.costs.tables import select_engine
-    from partitioner.deploy.bounds import for_workload
+    from partitioner.deploy.bound_inputs import for_workload
     from partitioner.deploy.groups import solve_groups, to_plan
-    from partitioner.deploy.replicas import node_kinds, search_replicas
+    from partitioner.deploy.kinds import node_kinds
+    from partitioner.deploy.replicas import search_replicas
     from partitioner.deploy.split import Bundle, NodeSplit
     from partitioner.models import load_cluster, load_model
 

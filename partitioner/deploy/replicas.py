@@ -21,7 +21,9 @@ P >= K·τ_max and P >= the round trip). Vectors whose memory cannot hold the mo
 When the time limit passes or Ctrl-C is pressed, the best deployment of the replicas solved so
 far is returned with the same recursion over the bounds as its upper bound, so the gap is
 stated. Beyond MAX_STATES states the search is column generation with an LP bound
-(partitioner.deploy.columns); beyond MAX_MASK_KINDS kinds a greedy one under the fluid bound.
+(partitioner.deploy.columns); beyond MAX_MASK_KINDS kinds a greedy one under the fluid bound
+(partitioner.deploy.greedy). Node kinds are partitioner.deploy.kinds; the result type and the placing
+of each replica on its own nodes, partitioner.deploy.replica_result.
 """
 
 from __future__ import annotations
@@ -30,80 +32,21 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from partitioner.deploy.bounds import MAX_MASK_KINDS
+from partitioner.deploy.greedy import _greedy
+from partitioner.deploy.kinds import NodeKinds
+from partitioner.deploy.replica_result import ReplicaSearch, Value, _place, _Stop
 from partitioner.errors import InfeasibleError, InputError
 
-__all__ = ["NodeKinds", "node_kinds", "ReplicaSearch", "search_replicas", "MAX_VECTORS"]
+__all__ = ["search_replicas", "MAX_VECTORS"]
 
 MAX_VECTORS = 4000
 MAX_STATES = 50_000  # prod(N_k + 1): above it the recursion's states are too many; greedy instead
-GREEDY_WIDTH = 12
-Value = Callable[[list[int]], Any]  # devices -> Plan (or raises InfeasibleError)
 Progress = Callable[[int, int, float], None]  # (solved, total, best tokens/s)
-
-
-@dataclass(frozen=True)
-class NodeKinds:
-    """Node kinds: kinds[k] lists the nodes (each its device indices) of kind k."""
-
-    kinds: tuple[tuple[tuple[int, ...], ...], ...]
-    labels: tuple[str, ...]
-
-    @property
-    def counts(self) -> tuple[int, ...]:
-        return tuple(len(k) for k in self.kinds)
-
-    def devices(self, x: tuple[int, ...], offset: tuple[int, ...] | None = None) -> list[int]:
-        """Device indices of x_k nodes of each kind k (the first ones after `offset`)."""
-        off = offset or (0,) * len(x)
-        return sorted(g for k, n in enumerate(x) for node in self.kinds[k][off[k]:off[k] + n] for g in node)
-
-
-def node_kinds(cluster: Any) -> NodeKinds:
-    """Group the cluster's nodes into interchangeable kinds (module doc)."""
-    nodes: dict[str, list[int]] = {}
-    for g, d in enumerate(cluster.devices):
-        nodes.setdefault(d.node, []).append(g)
-    kinds: dict[Any, list[tuple[int, ...]]] = {}
-    for node, devs in nodes.items():
-        sig = (tuple(sorted((cluster.devices[g].gpu_id, round(cluster.capacity_gb(cluster.devices[g]), 9)) for g in devs)),
-               cluster.tp_sizes(node))
-        kinds.setdefault(node if cluster.pairs else sig, []).append(tuple(devs))
-    labels = []
-    for members in kinds.values():
-        gpus = [cluster.devices[g].gpu_id for g in members[0]]
-        labels.append("+".join(f"{n}×{gpu}" if n > 1 else gpu for gpu, n in _counts(gpus)))
-    return NodeKinds(tuple(tuple(v) for v in kinds.values()), tuple(labels))
-
-
-def _counts(items: list[str]) -> list[tuple[str, int]]:
-    out: dict[str, int] = {}
-    for i in items:
-        out[i] = out.get(i, 0) + 1
-    return list(out.items())
-
-
-@dataclass
-class ReplicaSearch:
-    """The best deployment: replica vectors, their plans, and how sure the search is."""
-
-    vectors: list[tuple[int, ...]]
-    plans: list[Any]
-    total: float
-    optimal: bool
-    upper_bound: float
-    solved: int
-    wall_time_s: float
-    stopped: str = ""  # "", "time_limit" or "interrupted": the best found so far
-
-
-class _Stop(Exception):
-    """The time limit passed or Ctrl-C was pressed: fall back to the replicas solved so far."""
 
 
 def search_replicas(
@@ -205,69 +148,6 @@ def search_replicas(
     )
 
 
-def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *, ub: dict[tuple[int, ...], float],
-            v: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, ...], tuple[float, Any]], value: Value,
-            replicas: int | None, fluid: Callable[[list[int]], float] | None, start: float,
-            seeds: list[tuple[int, ...]] | None = None) -> ReplicaSearch:
-    """Too many node kinds for the exact recursion: take replicas one at a time, each the best
-    tokens/s per GPU among the GREEDY_WIDTH vectors of highest bound per GPU that still fit, until
-    none is left (or `replicas` are placed); again by tokens/s itself; keep the better. Not proven; the upper bound is the fluid bound of
-    the whole cluster (B·Σ_g r_g / L_dec, additive over replicas)."""
-    gpus = {x: len(nk.devices(x)) for x in vectors}
-    stopped = ""
-    best: list[tuple[int, ...]] = []
-
-    partial: list[tuple[int, ...]] = []
-
-    def run(per_gpu: bool) -> list[tuple[int, ...]]:
-        n, out = N, partial
-        out.clear()
-        while replicas is None or len(out) < replicas:
-            fit = [x for x in vectors if ub[x] > 0 and all(a <= b for a, b in zip(x, n, strict=True))]
-            fit.sort(key=lambda x: -ub[x] / (gpus[x] if per_gpu else 1))
-            scored = [(v(x) / (gpus[x] if per_gpu else 1), x) for x in fit[:GREEDY_WIDTH]]
-            scored = [sx for sx in scored if sx[0] > 0]
-            if not scored:
-                break
-            x = max(scored)[1]
-            out.append(x)
-            n = tuple(b - a for a, b in zip(x, n, strict=True))
-        return out
-
-    def total_of(xs: list[tuple[int, ...]]) -> float:
-        return math.fsum(memo[x][0] for x in xs)
-
-    try:
-        for x in seeds or ():  # the per-kind seed deployment (partitioner.deploy.seeds) is a candidate too
-            v(x)
-        for per_gpu in (True, False):  # two greedy rules: tokens/s per GPU, then tokens/s
-            got = list(run(per_gpu))
-            if (replicas is None or len(got) == replicas) and total_of(got) > total_of(best):
-                best = got
-    except _Stop as stop:
-        stopped = str(stop)
-    except KeyboardInterrupt:
-        stopped = "interrupted"
-    if stopped and total_of(partial) > total_of(best) and (replicas is None or len(partial) == replicas):
-        best = list(partial)  # the interrupted rule's replicas so far
-    if seeds and replicas is None:
-        from partitioner.deploy.seeds import seed_deployment
-
-        seed_total, seeded = seed_deployment(N, [x for x in seeds if x in memo], lambda x: memo[x][0])
-        if seed_total > total_of(best):
-            best = seeded
-    chosen = best
-    if not chosen or (replicas is not None and len(chosen) < replicas):
-        raise InfeasibleError(f"the greedy replica search placed {len(chosen)} replicas"
-                              + (f" before it stopped ({stopped})" if stopped else ""))
-    plans = [_place(nk, chosen, k, memo, value) for k in range(len(chosen))]
-    total = math.fsum(memo[x][0] for x in chosen)
-    every = [g for k, nodes in enumerate(nk.kinds) for node in nodes for g in node]
-    top = fluid(every) if fluid is not None else math.inf
-    return ReplicaSearch(vectors=chosen, plans=plans, total=total, optimal=False, upper_bound=max(top, total),
-                         solved=len(memo), wall_time_s=time.perf_counter() - start, stopped=stopped or "greedy")
-
-
 def _r(N: tuple[int, ...], replicas: int | None) -> int:
     return replicas if replicas is not None else 1 << 30
 
@@ -322,37 +202,3 @@ def _cap(N: tuple[int, ...], max_vectors: int) -> tuple[int, ...]:
         if all(c <= 1 for c in cap) and math.prod(c + 1 for c in cap) > max_vectors:
             break
     return tuple(cap)
-
-
-def _place(nk: NodeKinds, chosen: list[tuple[int, ...]], k: int, memo: dict[tuple[int, ...], tuple[float, Any]],
-           value: Value, cluster: Any = None) -> Any:
-    """Replica k's plan on its own nodes: the memoised plan for the first replica, else the same
-    plan moved onto the nodes after those of earlier replicas (nodes of a kind are interchangeable:
-    same GPUs, memory, TP degrees and links, so its figures are the memoised ones); without the
-    cluster, planned again there."""
-    offset = tuple(sum(chosen[j][i] for j in range(k)) for i in range(len(nk.counts)))
-    if not any(offset):
-        return memo[chosen[k]][1]
-    if cluster is None:
-        return value(nk.devices(chosen[k], offset))
-    names: dict[str, str] = {}
-    nodes: dict[str, str] = {}
-    for kind, n in enumerate(chosen[k]):
-        for src, dst in zip(nk.kinds[kind][:n], nk.kinds[kind][offset[kind]:offset[kind] + n], strict=True):
-            nodes[cluster.devices[src[0]].node] = cluster.devices[dst[0]].node
-            names.update({cluster.devices[a].name: cluster.devices[b].name for a, b in zip(src, dst, strict=True)})
-    return _relabel(memo[chosen[k]][1], names, nodes)
-
-
-def _relabel(plan: Any, names: dict[str, str], nodes: dict[str, str]) -> Any:
-    """`plan` with its devices and nodes renamed (a Bundle: each of its plans)."""
-    import dataclasses
-
-    if hasattr(plan, "plans") and not hasattr(plan, "stages"):
-        return dataclasses.replace(plan, plans=tuple(_relabel(p, names, nodes) for p in plan.plans))
-    stages = tuple(dataclasses.replace(st, device="+".join(names.get(d, d) for d in st.device.split("+")),
-                                       node=nodes.get(st.node, st.node),
-                                       members=tuple(names.get(m, m) for m in st.members)) for st in plan.stages)
-    frontier = tuple({**f, "devices": ["+".join(names.get(d, d) for d in str(x).split("+")) for x in f["devices"]]}
-                     if "devices" in f else f for f in plan.frontier)
-    return dataclasses.replace(plan, stages=stages, frontier=frontier)

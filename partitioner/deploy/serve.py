@@ -23,7 +23,7 @@ LP keeps using is solved fully later.
 Each replica's search gets at most `replica_s` seconds, so one large replica (CP-SAT on dozens of
 heterogeneous rows) cannot spend the whole command's time limit. Each replica's search prunes
 the batches that cannot beat its best so far and starts at the batch the previous replica chose
-(partitioner.serving.search, "Pruning": the best plan and the bound are unchanged by it).
+(partitioner.serving.run, "Pruning": the best plan and the bound are unchanged by it).
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
     """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
     from partitioner.api import serve_limits
     from partitioner.costs import build_tables
-    from partitioner.deploy.bounds import for_serve
+    from partitioner.deploy.bound_inputs import for_serve
     from partitioner.errors import InputError
     from partitioner.serving.search import MAX_BATCH, batch_grid
 

@@ -2,7 +2,8 @@
 
 `capacity` (sequences whose KV fits, per stage and for the plan), `score` (`Serving`: tokens/s,
 TPOT, TTFT of one plan), `search` (`--objective serve`: the best batch, in-flight count and
-split under memory and latency limits, with its Pareto frontier). Formulas:
+split under memory and latency limits, with its Pareto frontier; `run`: its K loop, per-point
+bounds, tightening and pruning). Formulas:
 `partitioner.analysis.closed_loop`.
 """
 

@@ -1,0 +1,74 @@
+"""The replica search's result: the chosen count vectors, their plans placed on their own nodes.
+
+A `ReplicaSearch` is what the exact recursion (partitioner.deploy.replicas), column generation
+(partitioner.deploy.columns) and the greedy search (partitioner.deploy.greedy) return: the
+replicas' vectors and plans, their total tokens/s, whether it is proven optimal, the upper bound,
+and why the search stopped early (`_Stop`: the time limit or Ctrl-C). Each replica after the
+first takes the memoised plan of its vector moved onto the nodes after those of earlier replicas
+(`_place`): nodes of a kind are interchangeable (partitioner.deploy.kinds), so its figures are the
+memoised ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from partitioner.deploy.kinds import NodeKinds
+
+__all__ = ["ReplicaSearch"]
+
+Value = Callable[[list[int]], Any]  # devices -> Plan (or raises InfeasibleError)
+
+
+@dataclass
+class ReplicaSearch:
+    """The best deployment: replica vectors, their plans, and how sure the search is."""
+
+    vectors: list[tuple[int, ...]]
+    plans: list[Any]
+    total: float
+    optimal: bool
+    upper_bound: float
+    solved: int
+    wall_time_s: float
+    stopped: str = ""  # "", "time_limit" or "interrupted": the best found so far
+
+
+class _Stop(Exception):
+    """The time limit passed or Ctrl-C was pressed: fall back to the replicas solved so far."""
+
+
+def _place(nk: NodeKinds, chosen: list[tuple[int, ...]], k: int, memo: dict[tuple[int, ...], tuple[float, Any]],
+           value: Value, cluster: Any = None) -> Any:
+    """Replica k's plan on its own nodes: the memoised plan for the first replica, else the same
+    plan moved onto the nodes after those of earlier replicas (nodes of a kind are interchangeable:
+    same GPUs, memory, TP degrees and links, so its figures are the memoised ones); without the
+    cluster, planned again there."""
+    offset = tuple(sum(chosen[j][i] for j in range(k)) for i in range(len(nk.counts)))
+    if not any(offset):
+        return memo[chosen[k]][1]
+    if cluster is None:
+        return value(nk.devices(chosen[k], offset))
+    names: dict[str, str] = {}
+    nodes: dict[str, str] = {}
+    for kind, n in enumerate(chosen[k]):
+        for src, dst in zip(nk.kinds[kind][:n], nk.kinds[kind][offset[kind]:offset[kind] + n], strict=True):
+            nodes[cluster.devices[src[0]].node] = cluster.devices[dst[0]].node
+            names.update({cluster.devices[a].name: cluster.devices[b].name for a, b in zip(src, dst, strict=True)})
+    return _relabel(memo[chosen[k]][1], names, nodes)
+
+
+def _relabel(plan: Any, names: dict[str, str], nodes: dict[str, str]) -> Any:
+    """`plan` with its devices and nodes renamed (a Bundle: each of its plans)."""
+    import dataclasses
+
+    if hasattr(plan, "plans") and not hasattr(plan, "stages"):
+        return dataclasses.replace(plan, plans=tuple(_relabel(p, names, nodes) for p in plan.plans))
+    stages = tuple(dataclasses.replace(st, device="+".join(names.get(d, d) for d in st.device.split("+")),
+                                       node=nodes.get(st.node, st.node),
+                                       members=tuple(names.get(m, m) for m in st.members)) for st in plan.stages)
+    frontier = tuple({**f, "devices": ["+".join(names.get(d, d) for d in str(x).split("+")) for x in f["devices"]]}
+                     if "devices" in f else f for f in plan.frontier)
+    return dataclasses.replace(plan, stages=stages, frontier=frontier)
