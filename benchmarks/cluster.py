@@ -124,29 +124,29 @@ def _one(model: ModelSpec, cluster: ClusterSpec, tp: str, time_limit: float) -> 
 
 
 def _replicas(model: ModelSpec, cluster: ClusterSpec, tp: str, time_limit: float) -> None:
-    t0 = time.perf_counter()
-    dep = plan_deployment(model, cluster, replicas="auto", tp=tp, time_limit_s=time_limit)
-    t2 = time.perf_counter() - t0
-    proof = "proven" if dep.optimal else f"gap {dep.gap:.1%} (bound {dep.upper_bound_tokens_per_s:.1f})"
-    _row(f"best replica plan ({len(dep.replicas)} replicas)", dep.tokens_per_s,
-         f"{t2:.2f} s, {dep.subproblems} replica solves, {proof}{', ' + dep.stopped if dep.stopped else ''}")
-    for r, p in enumerate(dep.replicas):
-        shape = " ".join(f"{st.gpu}[{st.start},{st.end})" for st in p.stages)
-        print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  {shape}")
-    if dep.unused:
-        print(f"      unused: {len(dep.unused)} GPUs")
+    _deployment(model, cluster, tp, time_limit, serve=False)
 
 
 def _serve(model: ModelSpec, cluster: ClusterSpec, tp: str, time_limit: float) -> None:
+    _deployment(model, cluster, tp, time_limit, serve=True)
+
+
+def _deployment(model: ModelSpec, cluster: ClusterSpec, tp: str, time_limit: float, *, serve: bool) -> None:
+    """The replica plan at the workload's B, K (serve=False) or at each replica's own (serve=True)."""
     t0 = time.perf_counter()
-    srv = plan_deployment(model, cluster, replicas="auto", tp=tp, objective="serve", time_limit_s=time_limit)
-    t3 = time.perf_counter() - t0
-    proof = "proven" if srv.optimal else f"gap {srv.gap:.1%} (bound {srv.upper_bound_tokens_per_s:.1f})"
-    _row(f"serve: own B, K ({len(srv.replicas)} replicas)", srv.tokens_per_s,
-         f"{t3:.2f} s, {srv.subproblems} replica solves, {proof}{', ' + srv.stopped if srv.stopped else ''}")
-    for r, p in enumerate(srv.replicas):
+    dep = plan_deployment(model, cluster, replicas="auto", tp=tp, time_limit_s=time_limit,
+                          **({"objective": "serve"} if serve else {}))
+    took = time.perf_counter() - t0
+    proof = "proven" if dep.optimal else f"gap {dep.gap:.1%} (bound {dep.upper_bound_tokens_per_s:.1f})"
+    label = "serve: own B, K" if serve else "best replica plan"
+    _row(f"{label} ({len(dep.replicas)} replicas)", dep.tokens_per_s,
+         f"{took:.2f} s, {dep.subproblems} replica solves, {proof}{', ' + dep.stopped if dep.stopped else ''}")
+    for r, p in enumerate(dep.replicas):
         shape = " ".join(f"{st.gpu}[{st.start},{st.end})" for st in p.stages)
-        print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s  B={p.serving.batch} K={p.serving.in_flight}  {shape}")
+        bk = f"  B={p.serving.batch} K={p.serving.in_flight}" if serve else ""
+        print(f"      replica {r}: {p.serving.tokens_per_s:7.1f} tok/s{bk}  {shape}")
+    if dep.unused and not serve:
+        print(f"      unused: {len(dep.unused)} GPUs")
 
 
 def _helix_rows(helix: Path, name: str, cdict: dict, model: ModelSpec, cluster: ClusterSpec, batches: list[int]) -> None:
