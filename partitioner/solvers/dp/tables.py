@@ -73,8 +73,7 @@ class DPTables:
         if key not in self._capped:
             if tau_cap == np.inf:
                 full = self.C[c]
-                i, j = np.nonzero(np.isfinite(full))
-                w = max(1, int((j - i).max())) if i.size else 1
+                w = max(1, int(np.isfinite(full).sum(axis=1).max()))  # a row's fitting ends are j = i+1..i+w_i
                 jj = np.arange(self.L + 1)[:, None]
                 ii = jj - np.arange(1, w + 1)[None, :]
                 self._capped[key] = np.where(ii >= 0, full[np.clip(ii, 0, None), jj], np.inf)
@@ -121,14 +120,17 @@ def _stage_memory(t: CostTables) -> np.ndarray:
     mem = Pm[None, :] - Pm[:, None]
     if t.tied_gb:
         mem[0, L] -= t.tied_gb  # stage_memory: tied embedding counted once on a single full stage
-    return np.where(np.triu(np.ones((L + 1, L + 1), dtype=bool), 1), mem, np.inf)
+    np.putmask(mem, np.tri(L + 1, dtype=bool), np.inf)  # no stage [i, j) with j <= i
+    return mem
 
 
 def _interval_matrix(t: CostTables, g: int, mem: np.ndarray) -> np.ndarray:
     """C_g(i, j) with +inf where j <= i or the layers [i, j) do not fit on g (`mem`: `_stage_memory`)."""
     P = np.concatenate(([0.0], np.cumsum(np.asarray(t.cost[g], dtype=float))))
     limit = float(t.capacity_gb[g]) * (1 + RTOL) + 1e-12  # the same test as Metrics.fits
-    return np.where(mem <= limit, P[None, :] - P[:, None], np.inf)
+    C = P[None, :] - P[:, None]
+    np.putmask(C, mem > limit, np.inf)
+    return C
 
 
 def _link_ids(t: CostTables) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -136,11 +138,12 @@ def _link_ids(t: CostTables) -> tuple[np.ndarray, list[tuple[int, int]]]:
     order of first appearance (row by row), and one (g, h) pair having each id."""
     G = t.G
     off = ~np.eye(G, dtype=bool)
-    pairs = np.stack([np.asarray(t.latency_s, dtype=float)[off], np.asarray(t.bandwidth_Bps, dtype=float)[off]], axis=1)
     link_id = np.zeros((G, G), dtype=np.int64)
-    if pairs.size == 0:
+    if G < 2:
         return link_id, []
-    _, first, inv = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    lat = np.unique(np.asarray(t.latency_s, dtype=float)[off], return_inverse=True)[1].ravel()
+    bw = np.unique(np.asarray(t.bandwidth_Bps, dtype=float)[off], return_inverse=True)[1].ravel()
+    _, first, inv = np.unique(lat * (int(bw.max()) + 1) + bw, return_index=True, return_inverse=True)  # one code per pair
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)  # ids in order of first appearance
     link_id[off] = rank[inv.ravel()]
