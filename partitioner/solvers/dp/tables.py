@@ -73,7 +73,8 @@ class DPTables:
         if key not in self._capped:
             if tau_cap == np.inf:
                 full = self.C[c]
-                w = max(1, int(np.isfinite(full).sum(axis=1).max()))  # a row's fitting ends are j = i+1..i+w_i
+                i, j = np.nonzero(np.isfinite(full))  # (not a count per row: the tied-embedding stage [0, L) may
+                w = max(1, int((j - i).max())) if i.size else 1  # fit where shorter prefixes do not)
                 jj = np.arange(self.L + 1)[:, None]
                 ii = jj - np.arange(1, w + 1)[None, :]
                 self._capped[key] = np.where(ii >= 0, full[np.clip(ii, 0, None), jj], np.inf)
