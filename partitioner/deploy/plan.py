@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_notes
+from partitioner.deploy.replica_result import with_hooks
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
 from partitioner.registry import TP_MODES
@@ -106,10 +107,7 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
             partial.add(id(plan))
         return plan
 
-    planner.upper = lambda plan: uppers.get(id(plan), math.inf)  # type: ignore[attr-defined]
-    planner.quick = lambda devices: planner(devices, quick=True)  # type: ignore[attr-defined]
-    planner.complete = lambda plan: id(plan) not in partial  # type: ignore[attr-defined]
-    return planner
+    return with_hooks(planner, uppers, partial)
 
 
 def _launch(engine: str | None, solver: str, order: str, cluster: Any) -> Any:

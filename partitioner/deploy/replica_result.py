@@ -11,15 +11,26 @@ memoised ones.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from partitioner.deploy.kinds import NodeKinds
 
-__all__ = ["ReplicaSearch"]
+__all__ = ["ReplicaSearch", "with_hooks"]
 
 Value = Callable[[list[int]], Any]  # devices -> Plan (or raises InfeasibleError)
+
+
+def with_hooks(planner: Any, uppers: dict[int, float], partial: set[int]) -> Any:
+    """Give a replica planner (devices -> Plan, with a `quick` keyword) the three hooks the
+    searches read: `upper(plan)` (its proven upper bound on tokens/s, else inf), `quick(devices)`
+    (a cheaper first plan) and `complete(plan)` (False for a quick plan a full solve may improve)."""
+    planner.upper = lambda plan: uppers.get(id(plan), math.inf)
+    planner.quick = lambda devices: planner(devices, quick=True)
+    planner.complete = lambda plan: id(plan) not in partial
+    return planner
 
 
 @dataclass

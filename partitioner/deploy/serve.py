@@ -37,6 +37,7 @@ from typing import Any
 from partitioner.costs.groups import Group, candidate_groups, disjoint, group_tables
 from partitioner.deploy.deployment import tp_notes
 from partitioner.deploy.groups import GroupPlan, select_rows, to_plan
+from partitioner.deploy.replica_result import with_hooks
 from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables
 
@@ -179,10 +180,7 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
             partial.add(id(plan))
         return plan
 
-    planner.upper = lambda plan: uppers.get(id(plan), math.inf)  # type: ignore[attr-defined]
-    planner.quick = lambda devices: planner(devices, quick=True)  # type: ignore[attr-defined]
-    planner.complete = lambda plan: id(plan) not in partial  # type: ignore[attr-defined]
-    return planner
+    return with_hooks(planner, uppers, partial)
 
 
 def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
