@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -100,6 +100,7 @@ class CostTables:
     prefill_cut_bytes: np.ndarray | None = None
     prompt_tokens: int = 0
     return_bytes: float = 0.0
+    kv_pool: Any = None  # partitioner.costs.kvpool.KVPool: the engine's KV-pool sizing (None: free-memory model)
 
     def __post_init__(self) -> None:
         G, L = np.shape(self.cost)

@@ -24,7 +24,12 @@ from partitioner.costs.roofline import Hardware, Shape, Work
 from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
-__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "RETURN_BYTES_PER_SEQUENCE"]
+__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "engine_pool",
+           "RETURN_BYTES_PER_SEQUENCE", "POOL_ENGINES"]
+
+# Engines whose KV pool is modelled as the engine sizes it (partitioner.costs.kvpool); generic and
+# trtllm keep the free-memory model of serving/capacity.py.
+POOL_ENGINES = ("vllm", "sglang", "llamacpp")
 
 # Sampled token ids sent back to the first stage per sequence and step: one int64 token id
 # (an assumption; the payload differs between engines, and d_ret is mostly link latency).
@@ -227,7 +232,9 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
     if held is not None:
         layers["weight_gb"] = layers["memory_gb"] - held
     alpha, beta = link_arrays(cluster, eng.hop_overhead_ms / 1e3)
+    pool = None if model.is_profile or eng.id not in POOL_ENGINES else engine_pool(model, cluster, eng.id)
     return CostTables(
+        kv_pool=pool,
         **layers,
         capacity_gb=np.array([cluster.capacity_gb(d) for d in devices]),
         latency_s=alpha,
@@ -237,3 +244,35 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
         node_names=tuple(d.node for d in devices),
         model_name=model.name,
     )
+
+
+def engine_settings(model: Any, cluster: Any, engine_id: str) -> Any:
+    """The EngineSettings in force for `engine_id`: the flags of a mapping `engine:` (workload's
+    over cluster's) over the engine's defaults for the cluster's GPUs and the workload's context."""
+    from partitioner.models.engines import resolve_settings
+
+    flags: dict[str, Any] = {}
+    for src in (getattr(cluster, "engine_settings", None), None if model.is_profile else getattr(model.workload, "engine_settings", None)):
+        flags.update(src or {})
+    specs = [d.spec for d in cluster.devices]
+    return resolve_settings(engine_id, flags, min_visible_gib=min(sp.engine_visible_bytes for sp in specs) / 2**30,
+                            gpu_names=tuple(sp.name for sp in specs), context=int(model.workload.context))
+
+
+def engine_pool(model: Any, cluster: Any, engine_id: str) -> Any:
+    """The KVPool (costs/kvpool.py) of `model` on `cluster` under `engine_id`: per-layer weight and KV
+    bytes of the roofline forms, each device's engine-visible memory and calibrated non-KV memory."""
+    from partitioner.costs.kvpool import GiB, KVPool
+
+    s, w = Shape.of(model.arch), Work.of(model.workload)
+    # the LM head's own copy even when tied: a last PP rank without the embedding loads one
+    weights = np.array([w.b_e * roofline.embed_params(s)] + [w.b_w * roofline.layer_params(s)] * s.L
+                       + [w.b_e * roofline.head_params(s)])
+    kv = np.array([0.0] + [roofline.kv_bytes_per_token(s, w.b_kv)] * s.L + [0.0])
+    devs = cluster.devices
+    visible = np.array([d.memory_gb * 1e9 if d.memory_gb is not None else d.spec.engine_visible_bytes for d in devs])
+    calibrated = [getattr(d, "non_kv_gib", None) for d in devs]
+    non_kv = None if all(c is None for c in calibrated) else np.array([np.nan if c is None else c * GiB for c in calibrated])
+    return KVPool(settings=engine_settings(model, cluster, engine_id), visible_bytes=visible, tp=np.ones(len(devs), dtype=int),
+                  weight_bytes=weights, kv_bytes=kv, act_fixed=2.0 * s.h * w.b_a, act_sharded=3.0 * s.i * s.k * w.b_a,
+                  vocab=s.V, non_kv_bytes=non_kv)

@@ -36,7 +36,19 @@ class GpuSpec(Frozen):
     overhead_ms: NonNegative | None = None  # fixed time per layer per micro-batch
     token_overhead_ms: NonNegative | None = None  # fixed time per token (micro-batch step) per pipeline
     compute_capability: str | None = None  # NVIDIA CUDA "major.minor"; None: not a CUDA GPU / unknown
+    visible_gib: Positive | None = None  # memory as the engine sees it (torch.cuda.mem_get_info()[1]), GiB; None: derived
     source: str = ""
+
+    @property
+    def engine_visible_bytes(self) -> float:
+        """Bytes an engine sees (vLLM's total_gpu_memory): `visible_gib` as logged, else memory_gb read
+        as GiB times 0.92 for ECC GDDR datacenter cards (L4, T4, A10: ECC takes 1/16 and the driver
+        keeps ~0.4 GiB) or 0.985 otherwise (H100 80GB: 79.19 GiB, RTX 3090: 23.58 GiB in vLLM's
+        "Memory profiling" log lines, tests/data/engine_logs.yaml)."""
+        if self.visible_gib is not None:
+            return float(self.visible_gib) * (1 << 30)
+        ecc_gddr = self.family == "datacenter" and self.memory_type == "gddr"
+        return float(self.memory_gb) * (0.92 if ecc_gddr else 0.985) * (1 << 30)
 
     @field_validator("compute_capability", mode="before")
     @classmethod
@@ -185,6 +197,7 @@ class Device(Frozen):
     gpu: str | GpuSpec  # catalogue id or inline spec; `gpu_id` is always a string
     node: Name
     memory_gb: Positive | None = None
+    non_kv_gib: NonNegative | None = None  # activation peak + non-torch memory per rank, from `partition calibrate engine-log`
     reserve_gb: NonNegative | None = None  # None: the cluster's reserve_gb
 
     @model_validator(mode="before")
@@ -250,7 +263,19 @@ class ClusterSpec(Frozen):
     pairs: tuple[Pair, ...] = ()
     order: Literal["free", "fixed"] = "free"
     reserve_gb: NonNegative = 1.0
-    engine: str | None = None  # presets/engines.yaml id: per-token, per-hop overheads and eta scales
+    engine: str | None = None  # presets/engines.yaml id: per-token, per-hop overheads and eta scales; or a mapping {name: id, <flag>: value}
+    engine_settings: dict[str, Any] | None = None  # the flags of a mapping `engine:` (models/engines.py split_engine)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_mapping(cls, data: Any) -> Any:
+        """`engine:` as a mapping keeps its id in `engine` and its flags in `engine_settings`."""
+        if isinstance(data, dict) and isinstance(data.get("engine"), dict):
+            from partitioner.models.engines import split_engine
+
+            name, flags = split_engine(data["engine"])
+            data = {**data, "engine": name, "engine_settings": flags}
+        return data
     # tensor-parallel degrees a stage may use inside one node: a list for every node, or
     # {default: [...], <node>: [...]} per node; None: 1, 2, 4, 8 (partitioner.costs.tp)
     tp: tuple[PositiveInt, ...] | dict[str, tuple[PositiveInt, ...]] | None = None
