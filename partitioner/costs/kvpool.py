@@ -6,7 +6,8 @@ Symbols (bytes per TP rank; a stage on a row of `tp` ranks holds layers [i, j)):
     u        gpu_memory_utilization (vLLM) / mem_fraction_static (SGLang)
     W        weights of the stage's layers / tp
     A        activation peak of the profiling run: T·(a_0 + a_1/tp), T = max_num_batched_tokens
-    N        non-torch memory (NCCL buffers, custom all-reduce, cuBLAS workspaces): n_1 at TP 1, n_t at TP >= 2
+    N        non-torch memory (NCCL buffers, custom all-reduce, cuBLAS workspaces): n_1 at TP 1; at TP >= 2
+             n_t on NVLink/NVSwitch boards (NCCL's NVLS buffers), n_p on PCIe cards
     S        sampler / logits buffer of the profiling run, on the last PP rank only:
              max_num_seqs · V · 4 bytes (fp32 logits) · sampler_copies
     k        KV bytes per token of the stage's layers / tp;  b = block_size
@@ -30,7 +31,8 @@ llama.cpp (src/llama-kv-cache.cpp `llama_kv_cache::llama_kv_cache`, b5000+: one 
 cells on every device for its own layers; src/llama-context.cpp reserves the compute buffers for
 n_ubatch tokens): tokens = ctx_size when n_ctx·k + W + A fits in M, else 0.
 
-A calibrated `non_kv_bytes` (partition calibrate engine-log) replaces A + N of a device.
+A calibrated `non_kv_bytes` (partition calibrate engine-log) replaces A + N + S of a device: what
+one launch of the engine logged as its non-KV, non-weight memory.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-__all__ = ["GiB", "EngineSettings", "StageMemory", "KVPool", "stage_memory", "plan_kv_tokens", "FLAGS"]
+from partitioner.costs.roofline import Shape, embed_params, head_params, kv_bytes_per_token, layer_params
+
+__all__ = ["GiB", "EngineSettings", "StageMemory", "KVPool", "stage_memory", "plan_kv_tokens", "pool_for", "FLAGS"]
 
 GiB = float(1 << 30)
 
@@ -80,6 +84,7 @@ class EngineSettings:
     # measured memory terms of the engine (engines.yaml `memory`), GiB per rank
     non_torch_gib_tp1: float = 0.0
     non_torch_gib_tp: float = 0.0
+    non_torch_gib_tp_pcie: float = 0.0
     sampler_copies: float = 0.0
 
     @property
@@ -105,9 +110,11 @@ class EngineSettings:
         """b: tokens per KV block (vLLM block_size 16; SGLang's page size 1)."""
         return int(self.block_size or 16) if self.name == "vllm" else 1
 
-    def non_torch_bytes(self, tp: int) -> float:
-        """N at a TP degree."""
-        return (self.non_torch_gib_tp1 if tp <= 1 else self.non_torch_gib_tp) * GiB
+    def non_torch_bytes(self, tp: int, nvlink: bool = True) -> float:
+        """N at a TP degree, on NVLink boards or PCIe cards."""
+        if tp <= 1:
+            return self.non_torch_gib_tp1 * GiB
+        return (self.non_torch_gib_tp if nvlink else self.non_torch_gib_tp_pcie) * GiB
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,8 @@ class KVPool:
     kv_bytes[l]       KV bytes per token of layer l over all ranks
     act_fixed, act_sharded  activation bytes per profiled token, unsharded / split over tp ranks
     vocab             V, for the sampler buffer
-    non_kv_bytes[g]   calibrated A + N per rank (None: modelled)
+    non_kv_bytes[g]   calibrated A + N + S per rank (None or nan: modelled)
+    nvlink[g]         the row's GPUs are NVLink/NVSwitch boards (None: all are)
     """
 
     settings: EngineSettings
@@ -155,12 +163,14 @@ class KVPool:
     act_sharded: float
     vocab: int
     non_kv_bytes: np.ndarray | None = None
+    nvlink: np.ndarray | None = None
 
     def regroup(self, members: list[tuple[int, ...]]) -> KVPool:
         """The pool for rows that are TP groups of the current rows (costs/groups.py)."""
         vis = np.array([min(float(self.visible_bytes[g]) for g in m) for m in members])
         nk = None if self.non_kv_bytes is None else np.array([float(np.max(self.non_kv_bytes[list(m)])) for m in members])
-        return replace(self, visible_bytes=vis, tp=np.array([len(m) for m in members]), non_kv_bytes=nk)
+        nv = None if self.nvlink is None else np.array([bool(np.all(self.nvlink[list(m)])) for m in members])
+        return replace(self, visible_bytes=vis, tp=np.array([len(m) for m in members]), non_kv_bytes=nk, nvlink=nv)
 
 
 def stage_memory(p: KVPool, g: int, i: int, j: int, last: bool) -> StageMemory:
@@ -171,12 +181,12 @@ def stage_memory(p: KVPool, g: int, i: int, j: int, last: bool) -> StageMemory:
     k = float(np.sum(p.kv_bytes[i:j])) / t
     T = st.profile_tokens
     A = T * (p.act_fixed + p.act_sharded / t) if st.name in ("vllm", "llamacpp") else 0.0
-    N = st.non_torch_bytes(t)
-    if p.non_kv_bytes is not None and not math.isnan(float(p.non_kv_bytes[g])):
-        A, N = float(p.non_kv_bytes[g]), 0.0
+    N = st.non_torch_bytes(t, True if p.nvlink is None else bool(p.nvlink[g]))
     S = 0.0
     if last and st.name == "vllm":
         S = min(int(st.max_num_seqs or 256), T or 1) * p.vocab * 4.0 * st.sampler_copies
+    if p.non_kv_bytes is not None and not math.isnan(float(p.non_kv_bytes[g])):
+        A, N, S = float(p.non_kv_bytes[g]), 0.0, 0.0
     if k <= 0:
         return StageMemory(M, W, A, N, S, 0.0, None)
     if st.name == "llamacpp":
@@ -196,3 +206,20 @@ def plan_kv_tokens(p: KVPool, devices: tuple[int, ...], cuts: tuple[int, ...]) -
     stages = tuple(stage_memory(p, g, cuts[s], cuts[s + 1], cuts[s + 1] == L) for s, g in enumerate(devices))
     known = [m.kv_tokens for m in stages if m.kv_tokens is not None]
     return (min(known) if known else None), stages
+
+
+def pool_for(s: Shape, b_w: float, b_e: float, b_kv: float, b_a: float, visible_bytes: np.ndarray,
+             settings: EngineSettings, non_kv_bytes: np.ndarray | None = None,
+             nvlink: np.ndarray | None = None) -> KVPool:
+    """The KVPool of a roofline model (layers: embed, L decoders, LM head) on devices of
+    `visible_bytes`: weights b_w per decoder parameter and b_e for the embedding and the head (the
+    head's own copy even when tied: a last PP rank without the embedding loads one), KV b_kv, and
+    the activation peak per profiled token of a decoder layer in the profiling run: the residual and
+    hidden states (2h, unsharded) and the MLP's gate/up output and its activation (3·i·k, split
+    over TP ranks), b_a bytes each."""
+    weights = np.array([b_e * embed_params(s)] + [b_w * layer_params(s)] * s.L + [b_e * head_params(s)], dtype=float)
+    kv = np.array([0.0] + [kv_bytes_per_token(s, b_kv)] * s.L + [0.0])
+    return KVPool(settings=settings, visible_bytes=np.asarray(visible_bytes, dtype=float),
+                  tp=np.ones(len(visible_bytes), dtype=int), weight_bytes=weights, kv_bytes=kv,
+                  act_fixed=2.0 * s.h * b_a, act_sharded=3.0 * s.i * s.k * b_a, vocab=s.V, non_kv_bytes=non_kv_bytes,
+                  nvlink=nvlink)

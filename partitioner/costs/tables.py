@@ -232,11 +232,15 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
     if held is not None:
         layers["weight_gb"] = layers["memory_gb"] - held
     alpha, beta = link_arrays(cluster, eng.hop_overhead_ms / 1e3)
+    capacity = np.array([cluster.capacity_gb(d) for d in devices])
     pool = None if model.is_profile or eng.id not in POOL_ENGINES else engine_pool(model, cluster, eng.id)
+    if pool is not None and held is not None:
+        capacity, layers["weight_gb"] = _engine_memory(pool)
+        layers["memory_gb"] = layers["weight_gb"] + held
     return CostTables(
         kv_pool=pool,
         **layers,
-        capacity_gb=np.array([cluster.capacity_gb(d) for d in devices]),
+        capacity_gb=capacity,
         latency_s=alpha,
         bandwidth_Bps=beta,
         device_names=tuple(d.name for d in devices),
@@ -260,19 +264,31 @@ def engine_settings(model: Any, cluster: Any, engine_id: str) -> Any:
 
 
 def engine_pool(model: Any, cluster: Any, engine_id: str) -> Any:
-    """The KVPool (costs/kvpool.py) of `model` on `cluster` under `engine_id`: per-layer weight and KV
-    bytes of the roofline forms, each device's engine-visible memory and calibrated non-KV memory."""
-    from partitioner.costs.kvpool import GiB, KVPool
+    """The KVPool (costs/kvpool.py) of `model` on `cluster` under `engine_id`: each device's
+    engine-visible memory (a device's `memory_gb` override as given) and calibrated non-KV memory."""
+    from partitioner.costs.kvpool import GiB, pool_for
 
     s, w = Shape.of(model.arch), Work.of(model.workload)
-    # the LM head's own copy even when tied: a last PP rank without the embedding loads one
-    weights = np.array([w.b_e * roofline.embed_params(s)] + [w.b_w * roofline.layer_params(s)] * s.L
-                       + [w.b_e * roofline.head_params(s)])
-    kv = np.array([0.0] + [roofline.kv_bytes_per_token(s, w.b_kv)] * s.L + [0.0])
     devs = cluster.devices
     visible = np.array([d.memory_gb * 1e9 if d.memory_gb is not None else d.spec.engine_visible_bytes for d in devs])
     calibrated = [getattr(d, "non_kv_gib", None) for d in devs]
     non_kv = None if all(c is None for c in calibrated) else np.array([np.nan if c is None else c * GiB for c in calibrated])
-    return KVPool(settings=engine_settings(model, cluster, engine_id), visible_bytes=visible, tp=np.ones(len(devs), dtype=int),
-                  weight_bytes=weights, kv_bytes=kv, act_fixed=2.0 * s.h * w.b_a, act_sharded=3.0 * s.i * s.k * w.b_a,
-                  vocab=s.V, non_kv_bytes=non_kv)
+    nvlink = np.array([d.spec.nvlink for d in devs])
+    return pool_for(s, w.b_w, w.b_e, w.b_kv, w.b_a, visible, engine_settings(model, cluster, engine_id), non_kv, nvlink)
+
+
+def _engine_memory(pool: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The solvers' memory view under an engine pool, so that their fit test is the engine's:
+    C_g = u·M_g − A_g − N_g (a calibrated non-KV share instead of A + N + S) and per-layer weights,
+    the sampler buffer S charged on the LM head (costs/kvpool.py module doc), GB."""
+    from partitioner.costs.kvpool import stage_memory
+
+    G, L = len(pool.visible_bytes), len(pool.weight_bytes)
+    cap, sampler = np.empty(G), 0.0
+    for g in range(G):
+        m = stage_memory(pool, g, L - 1, L, True)  # the head alone: its non-KV terms on device g
+        cap[g] = (pool.settings.fraction * m.visible - m.activation - m.non_torch) / 1e9
+        sampler = max(sampler, m.sampler)
+    weights = pool.weight_bytes / 1e9
+    weights[-1] += sampler / 1e9
+    return cap, weights

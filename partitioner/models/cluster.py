@@ -41,14 +41,27 @@ class GpuSpec(Frozen):
 
     @property
     def engine_visible_bytes(self) -> float:
-        """Bytes an engine sees (vLLM's total_gpu_memory): `visible_gib` as logged, else memory_gb read
-        as GiB times 0.92 for ECC GDDR datacenter cards (L4, T4, A10: ECC takes 1/16 and the driver
-        keeps ~0.4 GiB) or 0.985 otherwise (H100 80GB: 79.19 GiB, RTX 3090: 23.58 GiB in vLLM's
-        "Memory profiling" log lines, tests/data/engine_logs.yaml)."""
+        """Bytes an engine sees (torch.cuda.mem_get_info()[1], vLLM's total_gpu_memory): `visible_gib`
+        as logged, else derived from memory_gb read as GiB (the marketing figure is binary): HBM
+        cards 0.99 of it (H100 80GB: 79.19 GiB, A100 80GB: 79.2), GDDR cards 0.45 GiB less (RTX 3090:
+        23.58, RTX 4090: 23.55 GiB), ECC GDDR datacenter cards (L4, T4, A10) 1/16 less again for
+        ECC (L4: 22.05 GiB); tests/data/engine_logs.yaml has the logged values."""
         if self.visible_gib is not None:
             return float(self.visible_gib) * (1 << 30)
-        ecc_gddr = self.family == "datacenter" and self.memory_type == "gddr"
-        return float(self.memory_gb) * (0.92 if ecc_gddr else 0.985) * (1 << 30)
+        gib = float(self.memory_gb)
+        if self.mem_type == "hbm":
+            gib *= 0.99
+        elif self.family == "datacenter":
+            gib = gib * 15 / 16 - 0.45
+        else:
+            gib -= 0.45
+        return gib * (1 << 30)
+
+    @property
+    def nvlink(self) -> bool:
+        """An HBM card that is not a PCIe card (SXM / NVSwitch boards): NCCL allocates its larger
+        NVLink (NVLS) buffers there, so an engine's non-torch memory at TP >= 2 is larger."""
+        return self.mem_type == "hbm" and "pcie" not in self.name.lower()
 
     @field_validator("compute_capability", mode="before")
     @classmethod
@@ -197,8 +210,8 @@ class Device(Frozen):
     gpu: str | GpuSpec  # catalogue id or inline spec; `gpu_id` is always a string
     node: Name
     memory_gb: Positive | None = None
-    non_kv_gib: NonNegative | None = None  # activation peak + non-torch memory per rank, from `partition calibrate engine-log`
     reserve_gb: NonNegative | None = None  # None: the cluster's reserve_gb
+    non_kv_gib: NonNegative | None = None  # activation peak + non-torch memory per rank, from `partition calibrate engine-log`
 
     @model_validator(mode="before")
     @classmethod
