@@ -10,7 +10,8 @@ in GiB of the worker that sets it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ import numpy as np
 from partitioner.costs.kvpool import GiB, KVPool, StageMemory, pool_for, stage_memory
 from partitioner.costs.roofline import Shape, precision_bytes
 
-__all__ = ["Row", "Prediction", "load_rows", "predict", "pp_partition", "stage_cuts"]
+__all__ = ["Row", "Prediction", "load_rows", "predict", "pp_partition", "stage_cuts", "fit_constants", "in_scope",
+           "version_tuple"]
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,50 @@ def load_rows(path: Path) -> list[Row]:
     return rows
 
 
-def _pool(row: Row) -> KVPool:
+def version_tuple(version: str) -> tuple[int, ...]:
+    """"0.6.5.dev" -> (0, 6, 5): the leading numeric parts."""
+    out = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
+
+
+def in_scope(row: Row) -> bool:
+    """Whether the engine's version sizes its pool by the modelled rule (presets/engines.yaml
+    `pool_rule_since`): vLLM before 0.6.4 took the profiling peak as free memory before minus after
+    the profile run (vllm/worker/worker.py determine_num_available_blocks, v0.2-v0.6.3), which
+    counts allocator and communication buffers the model does not predict."""
+    from partitioner.models.engines import resolve_engine
+
+    since = resolve_engine(row.engine).pool_rule_since
+    return not since or version_tuple(row.version) >= version_tuple(since)
+
+
+def fit_constants(rows: list[Row]) -> dict[str, float]:
+    """The engine's measured memory terms from the `fit` rows' logged lines (medians): non-torch
+    memory at TP 1, at TP >= 2 on NVLink boards and on PCIe cards, and the sampler copies (the
+    logged activation peak less the modelled decoder activations, over max_num_seqs·V·4 bytes)."""
+    fit = [r for r in rows if r.split == "fit" and r.engine == "vllm"]
+    nt: dict[str, list[float]] = {"non_torch_gib_tp1": [], "non_torch_gib_tp": [], "non_torch_gib_tp_pcie": []}
+    copies = []
+    for r in fit:
+        if "non_torch_gib" in r.logged:
+            key = "non_torch_gib_tp1" if r.tp == 1 else "non_torch_gib_tp" if all(_nvlink(g) for g in r.gpus) else "non_torch_gib_tp_pcie"
+            nt[key].append(r.logged["non_torch_gib"])
+        if "activation_gib" in r.logged:
+            pool = _pool(r)
+            T, seqs = pool.settings.profile_tokens, int(pool.settings.max_num_seqs or 256)
+            decoder = T * (pool.act_fixed + pool.act_sharded / r.tp)
+            copies.append((r.logged["activation_gib"] * GiB - decoder) / (min(seqs, T) * pool.vocab * 4.0))
+    out = {k: statistics.median(v) for k, v in nt.items() if v}
+    if copies:
+        out["sampler_copies"] = statistics.median(copies)
+    return out
+
+
+def _pool(row: Row, constants: dict[str, float] | None = None) -> KVPool:
     from partitioner.models.engines import resolve_settings
 
     b_w = precision_bytes(row.weights)
@@ -122,6 +167,8 @@ def _pool(row: Row) -> KVPool:
     b_kv = 2.0
     settings = resolve_settings(row.engine, {k: v for k, v in row.settings.items()},
                                 min_visible_gib=min(row.visible_bytes) / GiB)
+    if constants:
+        settings = replace(settings, **constants)
     stages = len(row.visible_bytes)
     visible = np.array(row.visible_bytes if stages == row.pp else [row.visible_bytes[0]] * row.pp)
     gpus = row.gpus if stages == row.pp else (row.gpus[0],) * row.pp
@@ -129,9 +176,10 @@ def _pool(row: Row) -> KVPool:
     return pool if row.tp == 1 else pool.regroup([(g,) * row.tp for g in range(row.pp)])
 
 
-def predict(row: Row) -> Prediction:
-    """The row's pool as partitioner.costs.kvpool predicts it, beside the logged one (module doc)."""
-    pool = _pool(row)
+def predict(row: Row, constants: dict[str, float] | None = None) -> Prediction:
+    """The row's pool as partitioner.costs.kvpool predicts it, beside the logged one (module doc);
+    `constants` replace the engine's measured memory terms (e.g. fit_constants(rows))."""
+    pool = _pool(row, constants)
     cuts = stage_cuts(row.partition)
     L = cuts[-1]
     mem = tuple(stage_memory(pool, g, cuts[g], cuts[g + 1], cuts[g + 1] == L) for g in range(row.pp))

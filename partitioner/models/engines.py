@@ -38,6 +38,7 @@ class EngineSpec(Frozen):
     settings: dict[str, Any] | None = None  # the engine's default flags for `version` (module doc of costs/kvpool.py)
     large_gpu: dict[str, Any] | None = None  # defaults that change on GPUs of >= min_gib (vLLM get_batch_defaults)
     memory: dict[str, float] | None = None  # measured memory terms (non-torch GiB, sampler copies)
+    pool_rule_since: str = ""  # the first version whose start-up KV pool follows costs/kvpool.py's rule
 
     def compute_scale(self, compute_class: str) -> float:
         """eta_compute_scale for a compute class (a mapping may leave a class out: 1)."""
