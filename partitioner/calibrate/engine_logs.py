@@ -165,10 +165,9 @@ def _pool(row: Row, constants: dict[str, float] | None = None) -> KVPool:
     b_w = precision_bytes(row.weights)
     b_e = 2.0 if row.weights in ("fp8", "int8", "int4") else b_w  # roofline.Work.of: 16-bit ends
     b_kv = 2.0
-    settings = resolve_settings(row.engine, {k: v for k, v in row.settings.items()},
-                                min_visible_gib=min(row.visible_bytes) / GiB)
+    settings = resolve_settings(row.engine, dict(row.settings), min_visible_gib=min(row.visible_bytes) / GiB)
     if constants:
-        settings = replace(settings, **constants)
+        settings = replace(settings, **constants)  # type: ignore[arg-type]
     stages = len(row.visible_bytes)
     visible = np.array(row.visible_bytes if stages == row.pp else [row.visible_bytes[0]] * row.pp)
     gpus = row.gpus if stages == row.pp else (row.gpus[0],) * row.pp

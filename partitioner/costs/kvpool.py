@@ -128,6 +128,7 @@ class StageMemory:
     sampler: float
     kv: float  # the pool the engine allocates (whole blocks)
     kv_tokens: int | None  # None: the stage holds no KV cache (no attention layer)
+    calibrated: bool = False  # `activation` is a calibrated non-KV share (activation + non-torch + sampler)
 
     @property
     def free(self) -> float:
@@ -137,7 +138,7 @@ class StageMemory:
     def to_dict(self) -> dict[str, float | int | None]:
         return {"weights_bytes": self.weights, "kv_bytes": self.kv, "activation_bytes": self.activation,
                 "non_torch_bytes": self.non_torch, "sampler_bytes": self.sampler, "free_bytes": self.free,
-                "kv_tokens": self.kv_tokens}
+                "kv_tokens": self.kv_tokens, "calibrated": self.calibrated}
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,18 +186,19 @@ def stage_memory(p: KVPool, g: int, i: int, j: int, last: bool) -> StageMemory:
     S = 0.0
     if last and st.name == "vllm":
         S = min(int(st.max_num_seqs or 256), T or 1) * p.vocab * 4.0 * st.sampler_copies
-    if p.non_kv_bytes is not None and not math.isnan(float(p.non_kv_bytes[g])):
-        A, N, S = float(p.non_kv_bytes[g]), 0.0, 0.0
+    cal = p.non_kv_bytes is not None and not math.isnan(float(p.non_kv_bytes[g]))
+    if cal:
+        A, N, S = float(p.non_kv_bytes[g]), 0.0, 0.0  # type: ignore[index]
     if k <= 0:
-        return StageMemory(M, W, A, N, S, 0.0, None)
+        return StageMemory(M, W, A, N, S, 0.0, None, cal)
     if st.name == "llamacpp":
         n = int(st.ctx_size or 4096)
         fits = W + A + N + n * k <= M
-        return StageMemory(M, W, A, N, S, n * k if fits else 0.0, n if fits else 0)
+        return StageMemory(M, W, A, N, S, n * k if fits else 0.0, n if fits else 0, cal)
     b = st.page_tokens
     pool = st.fraction * M - W - A - N - S
     blocks = max(0, math.floor(pool / (b * k)))
-    return StageMemory(M, W, A, N, S, blocks * b * k, blocks * b)
+    return StageMemory(M, W, A, N, S, blocks * b * k, blocks * b, cal)
 
 
 def plan_kv_tokens(p: KVPool, devices: tuple[int, ...], cuts: tuple[int, ...]) -> tuple[int | None, tuple[StageMemory, ...]]:
