@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from partitioner.costs import build_tables
-from partitioner.costs.kvpool import GiB, EngineSettings, KVPool, plan_kv_tokens, stage_memory
+from partitioner.costs.kvpool import EngineSettings, GiB, KVPool, plan_kv_tokens, stage_memory
 from partitioner.errors import ConfigError
 from partitioner.models import load_cluster, load_model
 from partitioner.models.cluster import resolve_gpu
