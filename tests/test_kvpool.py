@@ -124,3 +124,18 @@ def test_generic_capacity_closed_form_matches_the_fit_test():
         w, kv, cap = rng.uniform(0, 30), rng.uniform(1e-4, 3), rng.uniform(1, 30)
         n = _stage_max(w, kv, cap)
         assert n is not None and (n == 0 or fits(w, kv, cap, n)) and not fits(w, kv, cap, n + 1)
+
+
+def test_workload_engine_flags_override_the_clusters(tmp_path):
+    model_text = (EX / "models" / "llama-3-70b-fp8.yaml").read_text().replace(
+        "  context: 2048", "  context: 2048\n  engine: {name: vllm, gpu_memory_utilization: 0.8}")
+    mp = tmp_path / "model.yaml"
+    mp.write_text(model_text)
+    t = build_tables(load_model(mp), load_cluster(EX / "clusters" / "l4x8-vllm.yaml"))
+    st = t.kv_pool.settings
+    assert st.gpu_memory_utilization == 0.8 and st.max_num_batched_tokens == 8192  # model's, then cluster's flag
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(model_text.replace("gpu_memory_utilization: 0.8", "gpu_memory_utilization: 0"))
+    with pytest.raises(ConfigError, match=r"fraction in \(0, 1\] \(got 0\)") as info:
+        load_model(bad)
+    assert info.value.location == "workload.engine.gpu_memory_utilization"

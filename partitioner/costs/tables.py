@@ -251,13 +251,18 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
 
 
 def engine_settings(model: Any, cluster: Any, engine_id: str) -> Any:
-    """The EngineSettings in force for `engine_id`: the flags of a mapping `engine:` (workload's
-    over cluster's) over the engine's defaults for the cluster's GPUs and the workload's context."""
+    """The EngineSettings in force for `engine_id`: the flags of a mapping `engine:` naming it
+    (workload's over cluster's) over the engine's defaults for the cluster's GPUs and the
+    workload's context (vLLM's max_model_len: the plan's context, as its export passes it)."""
     from partitioner.models.engines import resolve_settings
 
     flags: dict[str, Any] = {}
-    for src in (getattr(cluster, "engine_settings", None), None if model.is_profile else getattr(model.workload, "engine_settings", None)):
-        flags.update(src or {})
+    sources = [(getattr(cluster, "engine", None), getattr(cluster, "engine_settings", None))]
+    if not model.is_profile:
+        sources.append((getattr(model.workload, "engine", None), getattr(model.workload, "engine_settings", None)))
+    for name, src in sources:
+        if name == engine_id:  # the flags of another engine (overridden by engine=) do not apply
+            flags.update(src or {})
     specs = [d.spec for d in cluster.devices]
     return resolve_settings(engine_id, flags, min_visible_gib=min(sp.engine_visible_bytes for sp in specs) / 2**30,
                             gpu_names=tuple(sp.name for sp in specs), context=int(model.workload.context))
