@@ -139,3 +139,20 @@ def test_workload_engine_flags_override_the_clusters(tmp_path):
     with pytest.raises(ConfigError, match=r"fraction in \(0, 1\] \(got 0\)") as info:
         load_model(bad)
     assert info.value.location == "workload.engine.gpu_memory_utilization"
+
+
+def test_tp_group_rows_get_the_engines_per_rank_budget(tmp_path):
+    from partitioner.costs.groups import Group, group_tables
+
+    cp = tmp_path / "c.yaml"
+    cp.write_text("devices:\n  - {name: a, gpu: h100-sxm, node: n}\n  - {name: b, gpu: h100-sxm, node: n}\n"
+                  "engine: {name: vllm, max_num_batched_tokens: 4096}\n")
+    model, cluster = load_model(EX / "models" / "llama-3.1-8b.yaml"), load_cluster(cp)
+    t = group_tables(model, cluster, [Group((0, 1), "n")])
+    p = t.kv_pool
+    assert list(p.tp) == [2] and p.settings.max_num_batched_tokens == 4096
+    act = 4096 * (p.act_fixed + p.act_sharded / 2)
+    assert t.capacity_gb[0] == pytest.approx(2 * (0.9 * 79.19 * GiB - act - 3.58 * GiB) / 1e9)
+    cap = capacity(t, (0,), (0, t.L))
+    m = cap.memory[0]
+    assert m.non_torch == 3.58 * GiB and m.weights == pytest.approx(float(np.sum(p.weight_bytes)) / 2)

@@ -25,6 +25,7 @@ from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
 __all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "engine_pool",
+           "engine_capacity_gb",
            "RETURN_BYTES_PER_SEQUENCE", "POOL_ENGINES"]
 
 # Engines whose KV pool is modelled as the engine sizes it (partitioner.costs.kvpool); generic and
@@ -284,16 +285,22 @@ def engine_pool(model: Any, cluster: Any, engine_id: str) -> Any:
 
 def _engine_memory(pool: Any) -> tuple[np.ndarray, np.ndarray]:
     """The solvers' memory view under an engine pool, so that their fit test is the engine's:
-    C_g = u·M_g − A_g − N_g (a calibrated non-KV share instead of A + N + S) and per-layer weights,
-    the sampler buffer S charged on the LM head (costs/kvpool.py module doc), GB."""
+    C_g = t_g·(u·M_g − A_g − N_g) per row of t_g ranks (a calibrated non-KV share instead of
+    A + N + S) and per-layer weights with the sampler buffer S charged on the LM head
+    (costs/kvpool.py module doc), GB. Weights and KV are whole-model, so t ranks hold them t-fold."""
     from partitioner.costs.kvpool import stage_memory
 
     G, L = len(pool.visible_bytes), len(pool.weight_bytes)
     cap, sampler = np.empty(G), 0.0
     for g in range(G):
-        m = stage_memory(pool, g, L - 1, L, True)  # the head alone: its non-KV terms on device g
-        cap[g] = (pool.settings.fraction * m.visible - m.activation - m.non_torch) / 1e9
+        m = stage_memory(pool, g, L - 1, L, True)  # the head alone: its non-KV terms on row g
+        cap[g] = max(0.0, int(pool.tp[g]) * (pool.settings.fraction * m.visible - m.activation - m.non_torch) / 1e9)
         sampler = max(sampler, m.sampler)
     weights = pool.weight_bytes / 1e9
     weights[-1] += sampler / 1e9
     return cap, weights
+
+
+def engine_capacity_gb(pool: Any) -> np.ndarray:
+    """C_g of `_engine_memory` for a (regrouped) pool: what costs/groups.py gives TP-group rows."""
+    return _engine_memory(pool)[0]
