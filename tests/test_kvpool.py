@@ -156,3 +156,10 @@ def test_tp_group_rows_get_the_engines_per_rank_budget(tmp_path):
     cap = capacity(t, (0,), (0, t.L))
     m = cap.memory[0]
     assert m.non_torch == 3.58 * GiB and m.weights == pytest.approx(float(np.sum(p.weight_bytes)) / 2)
+
+
+def test_sglang_defaults_follow_tp_and_gpu_memory():
+    st = resolve_settings("sglang", {}, min_visible_gib=23.55)
+    assert st.chunked_prefill_size == 2048 and st.mem_fraction_static is None
+    assert [st.fraction(t) for t in (1, 2, 4, 8, 16)] == [0.88, 0.87, 0.85, 0.81, 0.79]
+    assert resolve_settings("sglang", {}, min_visible_gib=79.19).chunked_prefill_size == 8192

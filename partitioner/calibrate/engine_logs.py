@@ -188,5 +188,5 @@ def predict(row: Row, constants: dict[str, float] | None = None) -> Prediction:
     if "tokens" in lg or "blocks" in lg:
         logged = lg["tokens"] if "tokens" in lg else lg["blocks"] * pool.settings.page_tokens
         return Prediction(row, mem, float(tokens), logged, "tokens", refused)
-    free = min(pool.settings.fraction * m.visible - m.weights - m.activation - m.non_torch - m.sampler for m in mem)
+    free = min(pool.settings.fraction(row.tp) * m.visible - m.weights - m.activation - m.non_torch - m.sampler for m in mem)
     return Prediction(row, mem, free / GiB, lg["kv_gib"], "GiB", refused)

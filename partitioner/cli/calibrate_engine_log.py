@@ -99,7 +99,7 @@ def _non_kv(log: Any, cluster: Any, names: list[str], log_file: str) -> float:
 
     dev = next(d for d in cluster.devices if d.name == names[0])
     st = resolve_settings(log.engine, cluster.engine_settings or {})
-    return round(log.non_kv_for(dev.spec.engine_visible_bytes / 2**30, st.fraction), 2)
+    return round(log.non_kv_for(dev.spec.engine_visible_bytes / 2**30, st.fraction()), 2)
 
 
 def _write(path: str, cluster_file: str, log_file: str, names: list[str], non_kv: float) -> None:

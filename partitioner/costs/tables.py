@@ -294,7 +294,7 @@ def _engine_memory(pool: Any) -> tuple[np.ndarray, np.ndarray]:
     cap, sampler = np.empty(G), 0.0
     for g in range(G):
         m = stage_memory(pool, g, L - 1, L, True)  # the head alone: its non-KV terms on row g
-        cap[g] = max(0.0, int(pool.tp[g]) * (pool.settings.fraction * m.visible - m.activation - m.non_torch) / 1e9)
+        cap[g] = max(0.0, int(pool.tp[g]) * (pool.settings.fraction(int(pool.tp[g])) * m.visible - m.activation - m.non_torch) / 1e9)
         sampler = max(sampler, m.sampler)
     weights = pool.weight_bytes / 1e9
     weights[-1] += sampler / 1e9

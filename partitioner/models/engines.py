@@ -37,6 +37,7 @@ class EngineSpec(Frozen):
     source: str = ""
     settings: dict[str, Any] | None = None  # the engine's default flags for `version` (module doc of costs/kvpool.py)
     large_gpu: dict[str, Any] | None = None  # defaults that change on GPUs of >= min_gib (vLLM get_batch_defaults)
+    small_gpu: dict[str, Any] | None = None  # defaults that change on GPUs below max_gib (SGLang ServerArgs)
     memory: dict[str, float] | None = None  # measured memory terms (non-torch GiB, sampler copies)
     pool_rule_since: str = ""  # the first version whose start-up KV pool follows costs/kvpool.py's rule
 
@@ -134,12 +135,15 @@ def resolve_settings(name: str | None, flags: dict[str, Any] | None = None, *, m
                      gpu_names: tuple[str, ...] = (), context: int | None = None) -> EngineSettings:
     """The EngineSettings in force: `flags` over the engine's defaults (presets/engines.yaml
     `settings`, and `large_gpu` when every GPU has >= min_gib and none is an A100, as vLLM's
-    get_batch_defaults decides), max_model_len / context_length defaulting to the plan's context."""
+    get_batch_defaults decides, or `small_gpu` below max_gib, as SGLang's ServerArgs does),
+    max_model_len / context_length defaulting to the plan's context."""
     spec = resolve_engine(name)
     base: dict[str, Any] = dict(spec.settings or {})
-    big = spec.large_gpu or {}
+    big, small = spec.large_gpu or {}, spec.small_gpu or {}
     if big and min_visible_gib >= float(big.get("min_gib", 0)) and not any("a100" in g.lower() for g in gpu_names):
         base.update({k: v for k, v in big.items() if k != "min_gib"})
+    if small and 0 < min_visible_gib < float(small.get("max_gib", 0)):
+        base.update({k: v for k, v in small.items() if k != "max_gib"})
     base.update(flags or {})
     for key in ("max_model_len", "context_length"):
         if key in FLAGS.get(spec.id, ()) and base.get(key) is None and context is not None:

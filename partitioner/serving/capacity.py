@@ -125,7 +125,8 @@ def sequence_cap(t: CostTables) -> float:
             return math.inf
         if p.settings.name == "llamacpp":
             return float(int(p.settings.ctx_size or 4096) // max(1, t.context))
-        room = float(np.sum(p.settings.fraction * p.visible_bytes * p.tp)) - float(np.sum(p.weight_bytes))
+        u = np.array([p.settings.fraction(int(t)) for t in p.tp])
+        room = float(np.sum(u * p.visible_bytes * p.tp)) - float(np.sum(p.weight_bytes))
         return max(0.0, room / kv_all)
     kv = stage_kv_gb(t, 0, t.L)
     if kv <= 0 or t.weight_gb is None:
