@@ -75,6 +75,9 @@ class CostTables:
     context           KV positions held per sequence; batch B, in_flight K of the workload
     prefill_cost[g, l], prefill_cut_bytes[l]  one prompt of `prompt_tokens` tokens (TTFT)
     return_bytes      bytes of one micro-batch's sampled tokens sent back to stage 0
+    kv_pool           the engine's KV-pool sizing (partitioner.costs.kvpool.KVPool, with the
+                      resolved EngineSettings as kv_pool.settings) under engine vllm / sglang /
+                      llamacpp; then capacity_gb and weight_gb are the engine's view (costs/tables.py)
     """
 
     cost: np.ndarray

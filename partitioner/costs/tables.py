@@ -25,7 +25,7 @@ from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
 __all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "engine_pool",
-           "engine_capacity_gb",
+           "engine_settings", "engine_capacity_gb",
            "RETURN_BYTES_PER_SEQUENCE", "POOL_ENGINES"]
 
 # Engines whose KV pool is modelled as the engine sizes it (partitioner.costs.kvpool); generic and
