@@ -163,3 +163,14 @@ def test_sglang_defaults_follow_tp_and_gpu_memory():
     assert st.chunked_prefill_size == 2048 and st.mem_fraction_static is None
     assert [st.fraction(t) for t in (1, 2, 4, 8, 16)] == [0.88, 0.87, 0.85, 0.81, 0.79]
     assert resolve_settings("sglang", {}, min_visible_gib=79.19).chunked_prefill_size == 8192
+
+
+def test_an_older_vllm_version_says_to_calibrate(tmp_path):
+    text = (EX / "clusters" / "l4x8-vllm.yaml").read_text()
+    model = load_model(EX / "models" / "llama-3-70b-fp8.yaml")
+    cuts = (0, 11, 21, 31, 41, 51, 61, 71, 82)
+    old = capacity(build_tables(model, load_cluster(_write(tmp_path, text.replace(", non_kv_gib: 9.02", "")))),
+                   tuple(range(8)), cuts)
+    assert "older rule" in old.note and "calibrate engine-log" in old.note
+    calibrated = capacity(build_tables(model, load_cluster(EX / "clusters" / "l4x8-vllm.yaml")), tuple(range(8)), cuts)
+    assert "older rule" not in calibrated.note

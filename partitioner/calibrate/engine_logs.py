@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from partitioner.costs.kvpool import GiB, KVPool, StageMemory, pool_for, stage_memory
+from partitioner.costs.kvpool import GiB, KVPool, StageMemory, pool_for, stage_memory, version_tuple
 from partitioner.costs.roofline import Shape, precision_bytes
 
 __all__ = ["Row", "Prediction", "load_rows", "predict", "pp_partition", "stage_cuts", "fit_constants", "in_scope",
@@ -114,16 +114,6 @@ def load_rows(path: Path) -> list[Row]:
             note=str(r.get("note", "")),
         ))
     return rows
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """"0.6.5.dev" -> (0, 6, 5): the leading numeric parts."""
-    out = []
-    for part in version.split("."):
-        if not part.isdigit():
-            break
-        out.append(int(part))
-    return tuple(out)
 
 
 def in_scope(row: Row) -> bool:

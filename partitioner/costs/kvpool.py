@@ -44,7 +44,8 @@ import numpy as np
 
 from partitioner.costs.roofline import Shape, embed_params, head_params, kv_bytes_per_token, layer_params
 
-__all__ = ["GiB", "EngineSettings", "StageMemory", "KVPool", "stage_memory", "plan_kv_tokens", "pool_for", "FLAGS"]
+__all__ = ["GiB", "EngineSettings", "StageMemory", "KVPool", "stage_memory", "plan_kv_tokens", "pool_for", "FLAGS",
+           "version_tuple"]
 
 GiB = float(1 << 30)
 
@@ -55,6 +56,16 @@ FLAGS: dict[str, tuple[str, ...]] = {
     "sglang": ("mem_fraction_static", "chunked_prefill_size", "max_running_requests", "context_length"),
     "llamacpp": ("ctx_size", "parallel", "batch_size", "ubatch_size"),
 }
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """"0.6.5.dev" -> (0, 6, 5): the leading numeric parts."""
+    out = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,13 @@ class EngineSettings:
     non_torch_gib_tp: float = 0.0
     non_torch_gib_tp_pcie: float = 0.0
     sampler_copies: float = 0.0
+    pool_rule_since: str = ""  # the first version whose start-up pool follows this module's rule
+
+    @property
+    def rule_covers_version(self) -> bool:
+        """Whether `version` (if given) sizes its pool by the modelled rule (module doc)."""
+        v, since = version_tuple(self.version), version_tuple(self.pool_rule_since)
+        return not v or not since or v >= since
 
     def fraction(self, tp: int = 1) -> float:
         """u: the share of engine-visible memory the engine may use; SGLang's default falls with the

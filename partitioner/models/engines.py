@@ -151,4 +151,5 @@ def resolve_settings(name: str | None, flags: dict[str, Any] | None = None, *, m
     values: dict[str, Any] = {k: v for k, v in base.items() if k in EngineSettings.__dataclass_fields__}
     values.update({k: float(v) for k, v in (spec.memory or {}).items()})
     values["version"] = str(values.get("version") or "")
+    values["pool_rule_since"] = spec.pool_rule_since
     return EngineSettings(name=spec.id, **values)
