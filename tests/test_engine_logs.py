@@ -48,12 +48,13 @@ def test_pool_within_20_percent_on_80_percent_of_modelled_rows():
 
 
 def test_share_within_20_percent_over_every_row_with_a_logged_pool():
-    """The issue's criterion over ALL rows (old vLLM included) is not met: 9 of 16 rows whose log
-    gives a pool are within ±20 % (the six vLLM < 0.6.4 rows hold five misses). This floor keeps the
-    measured share from sliding; benchmarks/engine_logs.py prints the count."""
+    """The issue's criterion over ALL rows (old vLLM included) is not met: 10 of 17 rows whose log
+    gives a pool are within ±20 % (the seven vLLM < 0.6.4 rows hold five misses: the four TP or PP rows, +38 % to
+    +771 %, and one TP 1 row at +20.9 %).
+    This floor keeps the measured share from sliding; benchmarks/engine_logs.py prints the count."""
     pooled = [r for r in ROWS if predict(r).logged > 0]
-    assert len(ROWS) >= 17 and len(pooled) >= 16
-    assert _within(pooled) >= 9 / 16
+    assert len(ROWS) >= 18 and len(pooled) >= 17
+    assert _within(pooled) >= 10 / 17
 
 
 def test_refusals_agree_with_the_engine():
