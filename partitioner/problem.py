@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -75,6 +75,9 @@ class CostTables:
     context           KV positions held per sequence; batch B, in_flight K of the workload
     prefill_cost[g, l], prefill_cut_bytes[l]  one prompt of `prompt_tokens` tokens (TTFT)
     return_bytes      bytes of one micro-batch's sampled tokens sent back to stage 0
+    kv_pool           the engine's KV-pool sizing (partitioner.costs.kvpool.KVPool, with the
+                      resolved EngineSettings as kv_pool.settings) under engine vllm / sglang /
+                      llamacpp; then capacity_gb and weight_gb are the engine's view (costs/tables.py)
     """
 
     cost: np.ndarray
@@ -100,6 +103,7 @@ class CostTables:
     prefill_cut_bytes: np.ndarray | None = None
     prompt_tokens: int = 0
     return_bytes: float = 0.0
+    kv_pool: Any = None  # partitioner.costs.kvpool.KVPool: the engine's KV-pool sizing (None: free-memory model)
 
     def __post_init__(self) -> None:
         G, L = np.shape(self.cost)

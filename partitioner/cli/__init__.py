@@ -38,7 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 class LazyCommands(click.Group):
     """A group whose commands are imported only when invoked: `table` maps each command name to
-    (module, one-line help); the module defines a click command object named like the command."""
+    (module, one-line help); the module defines a click command object named like the command
+    (dashes as underscores: `engine-log` is `engine_log`)."""
 
     table: ClassVar[dict[str, tuple[str, str]]] = {}
 
@@ -49,7 +50,7 @@ class LazyCommands(click.Group):
         if cmd_name not in self.table:
             return None
         module = importlib.import_module(self.table[cmd_name][0])
-        command: click.Command = getattr(module, cmd_name)
+        command: click.Command = getattr(module, cmd_name.replace("-", "_"))
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -94,7 +94,25 @@ def serving_lines(plan: Plan) -> list[str]:
         f"batch {s.batch} × {s.in_flight} in flight = {s.sequences} sequences at context {s.context}; "
         f"KV capacity {cap}; bound: {s.binding.replace('_', ' ')} "
         f"(round trip {fmt_time(s.round_trip_s)}, crossover K* = {s.crossover_in_flight:.3g})",
+        *_pool_lines(plan),
     ]
+
+
+def _pool_lines(plan: Plan) -> list[str]:
+    """The engine's KV pool in tokens and each stage's memory per GPU (engine pool only)."""
+    s = plan.serving
+    if s is None or s.kv_tokens is None:
+        return []
+    out = [f"KV pool {s.kv_tokens:,} tokens (the engine's start-up rule; the least over stages)"
+           + (f"; {s.kv_note}" if s.kv_note else "")]
+    gib = float(1 << 30)
+    for k, m in enumerate(s.stage_memory):
+        tok = "no KV" if m.kv_tokens is None else f"{m.kv_tokens:,} tokens"
+        rest = (f"non-KV (calibrated) {m.activation / gib:.2f}" if m.calibrated else
+                f"activation {m.activation / gib:.2f}, non-torch {m.non_torch / gib:.2f}, sampler {m.sampler / gib:.2f}")
+        out.append(f"  stage {k} ({plan.stages[k].device}): {tok}; GiB per GPU: weights {m.weights / gib:.2f}, "
+                   f"KV {m.kv / gib:.2f}, {rest}, free {m.free / gib:.2f}")
+    return out
 
 
 def frontier_table(plan: Plan) -> Any:

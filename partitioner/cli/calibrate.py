@@ -19,11 +19,12 @@ SUBCOMMANDS: dict[str, str] = {
     "overlap": "Slope and overlap ratio rho from measured makespans at several M.",
     "profile": "Fit cost-model efficiencies to per-layer timings, or write a layers: profile.",
     "measure": "Time each layer of a PyTorch model on this machine and write a timings CSV.",
+    "engine-log": "Non-KV memory from a vLLM / SGLang start-up log, written into a cluster.yaml.",
 }
 
 
 class _LazySubgroup(LazyCommands):
-    table: ClassVar[dict[str, tuple[str, str]]] = {name: (f"partitioner.cli.calibrate_{name}", help_) for name, help_ in SUBCOMMANDS.items()}
+    table: ClassVar[dict[str, tuple[str, str]]] = {name: (f"partitioner.cli.calibrate_{name.replace('-', '_')}", help_) for name, help_ in SUBCOMMANDS.items()}
 
 
 @click.group("calibrate", cls=_LazySubgroup)

@@ -24,7 +24,7 @@ import numpy as np
 
 from partitioner.costs import roofline, tp
 from partitioner.costs.roofline import Hardware, Shape, Work
-from partitioner.costs.tables import _entry_cost, build_tables, select_engine
+from partitioner.costs.tables import _entry_cost, build_tables, engine_capacity_gb, select_engine
 from partitioner.problem import CostTables
 
 __all__ = ["Group", "node_configurations", "candidate_groups", "disjoint", "group_tables"]
@@ -218,14 +218,18 @@ def group_tables(model: Any, cluster: Any, groups: list[Group], base: CostTables
                                      eng)
     first = [gr.members[0] for gr in groups]
     labels = [group_label(cluster, gr) for gr in groups]
+    pool = None if base.kv_pool is None else base.kv_pool.regroup([gr.members for gr in groups])
+    capacity = (engine_capacity_gb(pool) if pool is not None else
+                np.array([tp.group_capacity_gb([float(base.capacity_gb[g]) for g in gr.members]) for gr in groups]))
     return dataclasses.replace(
         base,
         cost=cost,
         prefill_cost=prefill,
-        capacity_gb=np.array([tp.group_capacity_gb([float(base.capacity_gb[g]) for g in gr.members]) for gr in groups]),
+        capacity_gb=capacity,
         latency_s=base.latency_s[np.ix_(first, first)],
         bandwidth_Bps=base.bandwidth_Bps[np.ix_(first, first)],
         device_names=tuple(name for name, _ in labels),
         gpu_names=tuple(gpu for _, gpu in labels),
         node_names=tuple(gr.node for gr in groups),
+        kv_pool=pool,
     )

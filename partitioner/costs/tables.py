@@ -24,7 +24,13 @@ from partitioner.costs.roofline import Hardware, Shape, Work
 from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
-__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "RETURN_BYTES_PER_SEQUENCE"]
+__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "engine_pool",
+           "engine_settings", "engine_capacity_gb",
+           "RETURN_BYTES_PER_SEQUENCE", "POOL_ENGINES"]
+
+# Engines whose KV pool is modelled as the engine sizes it (partitioner.costs.kvpool); generic and
+# trtllm keep the free-memory model of serving/capacity.py.
+POOL_ENGINES = ("vllm", "sglang", "llamacpp")
 
 # Sampled token ids sent back to the first stage per sequence and step: one int64 token id
 # (an assumption; the payload differs between engines, and d_ret is mostly link latency).
@@ -227,9 +233,15 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
     if held is not None:
         layers["weight_gb"] = layers["memory_gb"] - held
     alpha, beta = link_arrays(cluster, eng.hop_overhead_ms / 1e3)
+    capacity = np.array([cluster.capacity_gb(d) for d in devices])
+    pool = None if model.is_profile or eng.id not in POOL_ENGINES else engine_pool(model, cluster, eng.id)
+    if pool is not None and held is not None:
+        capacity, layers["weight_gb"] = _engine_memory(pool)
+        layers["memory_gb"] = layers["weight_gb"] + held
     return CostTables(
+        kv_pool=pool,
         **layers,
-        capacity_gb=np.array([cluster.capacity_gb(d) for d in devices]),
+        capacity_gb=capacity,
         latency_s=alpha,
         bandwidth_Bps=beta,
         device_names=tuple(d.name for d in devices),
@@ -237,3 +249,58 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
         node_names=tuple(d.node for d in devices),
         model_name=model.name,
     )
+
+
+def engine_settings(model: Any, cluster: Any, engine_id: str) -> Any:
+    """The EngineSettings in force for `engine_id`: the flags of a mapping `engine:` naming it
+    (workload's over cluster's) over the engine's defaults for the cluster's GPUs and the
+    workload's context (vLLM's max_model_len: the plan's context, as its export passes it)."""
+    from partitioner.models.engines import resolve_settings
+
+    flags: dict[str, Any] = {}
+    sources = [(getattr(cluster, "engine", None), getattr(cluster, "engine_settings", None))]
+    if not model.is_profile:
+        sources.append((getattr(model.workload, "engine", None), getattr(model.workload, "engine_settings", None)))
+    for name, src in sources:
+        if name == engine_id:  # the flags of another engine (overridden by engine=) do not apply
+            flags.update(src or {})
+    specs = [d.spec for d in cluster.devices]
+    return resolve_settings(engine_id, flags, min_visible_gib=min(sp.engine_visible_bytes for sp in specs) / 2**30,
+                            gpu_names=tuple(sp.name for sp in specs), context=int(model.workload.context))
+
+
+def engine_pool(model: Any, cluster: Any, engine_id: str) -> Any:
+    """The KVPool (costs/kvpool.py) of `model` on `cluster` under `engine_id`: each device's
+    engine-visible memory (a device's `memory_gb` override as given) and calibrated non-KV memory."""
+    from partitioner.costs.kvpool import GiB, pool_for
+
+    s, w = Shape.of(model.arch), Work.of(model.workload)
+    devs = cluster.devices
+    visible = np.array([d.memory_gb * 1e9 if d.memory_gb is not None else d.spec.engine_visible_bytes for d in devs])
+    calibrated = [getattr(d, "non_kv_gib", None) for d in devs]
+    non_kv = None if all(c is None for c in calibrated) else np.array([np.nan if c is None else c * GiB for c in calibrated])
+    nvlink = np.array([d.spec.nvlink for d in devs])
+    return pool_for(s, w.b_w, w.b_e, w.b_kv, w.b_a, visible, engine_settings(model, cluster, engine_id), non_kv, nvlink)
+
+
+def _engine_memory(pool: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The solvers' memory view under an engine pool, so that their fit test is the engine's:
+    C_g = t_g·(u·M_g − A_g − N_g) per row of t_g ranks (a calibrated non-KV share instead of
+    A + N + S) and per-layer weights with the sampler buffer S charged on the LM head
+    (costs/kvpool.py module doc), GB. Weights and KV are whole-model, so t ranks hold them t-fold."""
+    from partitioner.costs.kvpool import stage_memory
+
+    G, L = len(pool.visible_bytes), len(pool.weight_bytes)
+    cap, sampler = np.empty(G), 0.0
+    for g in range(G):
+        m = stage_memory(pool, g, L - 1, L, True)  # the head alone: its non-KV terms on row g
+        cap[g] = max(0.0, int(pool.tp[g]) * (pool.settings.fraction(int(pool.tp[g])) * m.visible - m.activation - m.non_torch) / 1e9)
+        sampler = max(sampler, m.sampler)
+    weights = pool.weight_bytes / 1e9
+    weights[-1] += sampler / 1e9
+    return cap, weights
+
+
+def engine_capacity_gb(pool: Any) -> np.ndarray:
+    """C_g of `_engine_memory` for a (regrouped) pool: what costs/groups.py gives TP-group rows."""
+    return _engine_memory(pool)[0]

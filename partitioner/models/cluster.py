@@ -36,7 +36,32 @@ class GpuSpec(Frozen):
     overhead_ms: NonNegative | None = None  # fixed time per layer per micro-batch
     token_overhead_ms: NonNegative | None = None  # fixed time per token (micro-batch step) per pipeline
     compute_capability: str | None = None  # NVIDIA CUDA "major.minor"; None: not a CUDA GPU / unknown
+    visible_gib: Positive | None = None  # memory as the engine sees it (torch.cuda.mem_get_info()[1]), GiB; None: derived
     source: str = ""
+
+    @property
+    def engine_visible_bytes(self) -> float:
+        """Bytes an engine sees (torch.cuda.mem_get_info()[1], vLLM's total_gpu_memory): `visible_gib`
+        as logged, else derived from memory_gb read as GiB (the marketing figure is binary): HBM
+        cards 0.99 of it (H100 80GB: 79.19 GiB, A100 80GB: 79.2), GDDR cards 0.45 GiB less (RTX 3090:
+        23.58, RTX 4090: 23.55 GiB), ECC GDDR datacenter cards (L4, T4, A10) 1/16 less again for
+        ECC (L4: 22.05 GiB); tests/data/engine_logs.yaml has the logged values."""
+        if self.visible_gib is not None:
+            return float(self.visible_gib) * (1 << 30)
+        gib = float(self.memory_gb)
+        if self.mem_type == "hbm":
+            gib *= 0.99
+        elif self.family == "datacenter":
+            gib = gib * 15 / 16 - 0.45
+        else:
+            gib -= 0.45
+        return gib * (1 << 30)
+
+    @property
+    def nvlink(self) -> bool:
+        """An HBM card that is not a PCIe card (SXM / NVSwitch boards): NCCL allocates its larger
+        NVLink (NVLS) buffers there, so an engine's non-torch memory at TP >= 2 is larger."""
+        return self.mem_type == "hbm" and "pcie" not in self.name.lower()
 
     @field_validator("compute_capability", mode="before")
     @classmethod
@@ -186,6 +211,7 @@ class Device(Frozen):
     node: Name
     memory_gb: Positive | None = None
     reserve_gb: NonNegative | None = None  # None: the cluster's reserve_gb
+    non_kv_gib: NonNegative | None = None  # activation peak + non-torch memory per rank, from `partition calibrate engine-log`
 
     @model_validator(mode="before")
     @classmethod
@@ -250,7 +276,19 @@ class ClusterSpec(Frozen):
     pairs: tuple[Pair, ...] = ()
     order: Literal["free", "fixed"] = "free"
     reserve_gb: NonNegative = 1.0
-    engine: str | None = None  # presets/engines.yaml id: per-token, per-hop overheads and eta scales
+    engine: str | None = None  # presets/engines.yaml id: per-token, per-hop overheads and eta scales; or a mapping {name: id, <flag>: value}
+    engine_settings: dict[str, Any] | None = None  # the flags of a mapping `engine:` (models/engines.py split_engine)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_mapping(cls, data: Any) -> Any:
+        """`engine:` as a mapping keeps its id in `engine` and its flags in `engine_settings`."""
+        if isinstance(data, dict) and isinstance(data.get("engine"), dict):
+            from partitioner.models.engines import split_engine
+
+            name, flags = split_engine(data["engine"])
+            data = {**data, "engine": name, "engine_settings": flags}
+        return data
     # tensor-parallel degrees a stage may use inside one node: a list for every node, or
     # {default: [...], <node>: [...]} per node; None: 1, 2, 4, 8 (partitioner.costs.tp)
     tp: tuple[PositiveInt, ...] | dict[str, tuple[PositiveInt, ...]] | None = None

@@ -14,10 +14,12 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Literal
 
+from partitioner.costs.kvpool import FLAGS, EngineSettings
 from partitioner.models import catalog
-from partitioner.models.fields import Frozen, NonNegative, Positive
+from partitioner.models.fields import Frozen, LocatedValueError, NonNegative, Positive
 
-__all__ = ["EngineSpec", "resolve_engine", "engine_ids", "precision_class", "default_factors", "DEFAULT_ENGINE"]
+__all__ = ["EngineSpec", "EngineSettings", "resolve_engine", "engine_ids", "precision_class", "default_factors",
+           "DEFAULT_ENGINE", "split_engine", "resolve_settings"]
 
 DEFAULT_ENGINE = "generic"
 
@@ -33,6 +35,11 @@ class EngineSpec(Frozen):
     eta_memory_scale: Positive = 1.0
     fp16_accumulate: bool = False  # GEMMs accumulate in fp16: GeForce tensor cores run at twice tensor_tflops
     source: str = ""
+    settings: dict[str, Any] | None = None  # the engine's default flags for `version` (module doc of costs/kvpool.py)
+    large_gpu: dict[str, Any] | None = None  # defaults that change on GPUs of >= min_gib (vLLM get_batch_defaults)
+    small_gpu: dict[str, Any] | None = None  # defaults that change on GPUs below max_gib (SGLang ServerArgs)
+    memory: dict[str, float] | None = None  # measured memory terms (non-torch GiB, sampler copies)
+    pool_rule_since: str = ""  # the first version whose start-up KV pool follows costs/kvpool.py's rule
 
     def compute_scale(self, compute_class: str) -> float:
         """eta_compute_scale for a compute class (a mapping may leave a class out: 1)."""
@@ -78,3 +85,71 @@ def default_factors(memory_type: str, compute_class: str, cc: tuple[int, int] | 
         eta_c, eta_m = eta_c * engine.compute_scale(compute_class), eta_m * engine.eta_memory_scale
         t_token *= engine.token_overhead_scale
     return min(1.0, eta_c), min(1.0, eta_m), t_layer, t_token
+
+
+_BOUNDS: dict[str, tuple[float, float]] = {"gpu_memory_utilization": (0.0, 1.0), "mem_fraction_static": (0.0, 1.0)}
+
+
+def split_engine(value: Any, where: tuple[str | int, ...] = ("engine",)) -> tuple[str | None, dict[str, Any] | None]:
+    """`engine:` as written (an id, or a mapping {name: id, version: ..., <flag>: value}) -> (id,
+    flags); a bad key or value raises LocatedValueError at where + key (one line: field and value)."""
+    if value is None or isinstance(value, str):
+        if isinstance(value, str):
+            catalog.require("engines", value)
+        return value, None
+    if not isinstance(value, dict):
+        raise LocatedValueError(where, f"must be an engine id or a mapping with `name:` (got {value!r})")
+    name = value.get("name")
+    if not isinstance(name, str):
+        raise LocatedValueError((*where, "name"), f"a mapping `engine:` needs `name:` (one of {', '.join(engine_ids())})")
+    try:
+        catalog.require("engines", name)
+    except ValueError as exc:
+        raise LocatedValueError((*where, "name"), str(exc)) from None
+    allowed = ("name", "version", *FLAGS.get(name, ()))
+    flags: dict[str, Any] = {}
+    for key, v in value.items():
+        if key not in allowed:
+            raise LocatedValueError((*where, key), f"{key!r} is not a setting of {name} (valid: {', '.join(allowed)})")
+        if key == "name":
+            continue
+        if key == "version":
+            flags[key] = str(v)
+        elif key == "async_scheduling":
+            if not isinstance(v, bool):
+                raise LocatedValueError((*where, key), f"must be true or false (got {v!r})")
+            flags[key] = v
+        elif key in _BOUNDS:
+            lo, hi = _BOUNDS[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not lo < float(v) <= hi:
+                raise LocatedValueError((*where, key), f"must be a fraction in ({lo:g}, {hi:g}] (got {v!r})")
+            flags[key] = float(v)
+        else:
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise LocatedValueError((*where, key), f"must be a positive integer (got {v!r})")
+            flags[key] = v
+    return name, flags
+
+
+def resolve_settings(name: str | None, flags: dict[str, Any] | None = None, *, min_visible_gib: float = 0.0,
+                     gpu_names: tuple[str, ...] = (), context: int | None = None) -> EngineSettings:
+    """The EngineSettings in force: `flags` over the engine's defaults (presets/engines.yaml
+    `settings`, and `large_gpu` when every GPU has >= min_gib and none is an A100, as vLLM's
+    get_batch_defaults decides, or `small_gpu` below max_gib, as SGLang's ServerArgs does),
+    max_model_len / context_length defaulting to the plan's context."""
+    spec = resolve_engine(name)
+    base: dict[str, Any] = dict(spec.settings or {})
+    big, small = spec.large_gpu or {}, spec.small_gpu or {}
+    if big and min_visible_gib >= float(big.get("min_gib", 0)) and not any("a100" in g.lower() for g in gpu_names):
+        base.update({k: v for k, v in big.items() if k != "min_gib"})
+    if small and 0 < min_visible_gib < float(small.get("max_gib", 0)):
+        base.update({k: v for k, v in small.items() if k != "max_gib"})
+    base.update(flags or {})
+    for key in ("max_model_len", "context_length"):
+        if key in FLAGS.get(spec.id, ()) and base.get(key) is None and context is not None:
+            base[key] = context
+    values: dict[str, Any] = {k: v for k, v in base.items() if k in EngineSettings.__dataclass_fields__}
+    values.update({k: float(v) for k, v in (spec.memory or {}).items()})
+    values["version"] = str(values.get("version") or "")
+    values["pool_rule_since"] = spec.pool_rule_since
+    return EngineSettings(name=spec.id, **values)

@@ -87,7 +87,19 @@ class Workload(Frozen):
     prompt_tokens: PositiveInt = 512  # tokens per sequence processed in prefill
     context: PositiveInt = 4096  # context length: KV positions read in decode, KV held in memory
     in_flight: PositiveInt = 1  # micro-batches whose KV caches share a stage's memory
-    engine: str | None = None  # presets/engines.yaml id (as cluster.yaml `engine:`)
+    engine: str | None = None  # presets/engines.yaml id (as cluster.yaml `engine:`); or a mapping {name: id, <flag>: value}
+    engine_settings: dict[str, Any] | None = None  # the flags of a mapping `engine:` (models/engines.py split_engine)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_mapping(cls, data: Any) -> Any:
+        """`engine:` as a mapping keeps its id in `engine` and its flags in `engine_settings`."""
+        if isinstance(data, dict) and isinstance(data.get("engine"), dict):
+            from partitioner.models.engines import split_engine
+
+            name, flags = split_engine(data["engine"])
+            data = {**data, "engine": name, "engine_settings": flags}
+        return data
 
     @field_validator("engine")
     @classmethod

@@ -1,16 +1,21 @@
 """KV-cache capacity of a plan: how many sequences fit beside each stage's weights.
 
-Per stage s on device g_s (layers [e_s, e_{s+1})):
+Generic engine (the free-memory model), per stage s on device g_s (layers [e_s, e_{s+1})):
 
     free_s  = C_g - Σ weight_gb[l]              (weights, workspace; the reserve is out of C_g)
     kv_s    = Σ kv_bytes_per_token[l] · context  bytes one sequence's KV cache holds on stage s
-    N_s     = the largest N with  Σ weight_gb + N·kv_s/1e9 <= C_g  (the test of Metrics.fits)
+    N_s     = floor((C_g·(1 + RTOL) + 1e-12 − Σ weight_gb) / (kv_s/1e9))   (closed form of Metrics.fits)
+
+With `engine: vllm | sglang | llamacpp` the tables carry a KVPool and the pool is the engine's own
+(partitioner.costs.kvpool): tokens_s from the engine's start-up rule, the plan's pool
+kv_tokens = min_s tokens_s, and N = floor(kv_tokens / context). A pool below the engine's
+max_model_len is a plan the engine refuses to start (N = 0, said in `note`).
 
 The plan's capacity is N = min_s N_s: every stage holds the KV of every sequence in flight on
 its own layers, and the engine admits no more than its smallest worker can hold (vLLM sizes
-its KV cache by the worst worker: vllm/executor/distributed_gpu_executor.py
-`DistributedGPUExecutor.determine_num_available_blocks` takes the min of every worker's
-`num_gpu_blocks`, v0.5.x, the version of vLLM PR #6920).
+its KV cache by the worst worker: vllm/v1/engine/core.py `EngineCore._initialize_kv_caches`
+takes the least of every worker's available memory, as v0.5.x `DistributedGPUExecutor.
+determine_num_available_blocks` took the min of every worker's `num_gpu_blocks`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from partitioner.costs.kvpool import StageMemory, plan_kv_tokens
 from partitioner.problem import RTOL, CostTables
 
 __all__ = ["Capacity", "stage_weight_gb", "stage_kv_gb", "fits", "capacity", "sequence_cap"]
@@ -27,11 +33,16 @@ __all__ = ["Capacity", "stage_weight_gb", "stage_kv_gb", "fits", "capacity", "se
 
 @dataclass(frozen=True)
 class Capacity:
-    """max_sequences (None: no KV cache is modelled, unbounded) and the stage that sets it."""
+    """max_sequences (None: no KV cache is modelled, unbounded) and the stage that sets it; with an
+    engine pool also the pool in tokens, per stage, each stage's memory and a note."""
 
     max_sequences: int | None
     stage: int | None
     per_stage: tuple[int | None, ...]
+    kv_tokens: int | None = None
+    stage_kv_tokens: tuple[int | None, ...] = ()
+    memory: tuple[StageMemory, ...] = ()
+    note: str = ""
 
 
 def stage_weight_gb(t: CostTables, i: int, j: int) -> float:
@@ -56,20 +67,41 @@ def fits(weight_gb: float, kv_gb: float, cap_gb: float, n: int) -> bool:
 
 
 def _stage_max(weight_gb: float, kv_gb: float, cap_gb: float) -> int | None:
+    """The largest n with fits(weight_gb, kv_gb, cap_gb, n), in closed form (module doc)."""
     if kv_gb <= 0:
         return None
-    if not fits(weight_gb, kv_gb, cap_gb, 0):
-        return 0
-    n = max(0, math.floor((cap_gb - weight_gb) / kv_gb))
-    while fits(weight_gb, kv_gb, cap_gb, n + 1):
-        n += 1
-    while n > 0 and not fits(weight_gb, kv_gb, cap_gb, n):
-        n -= 1
-    return n
+    room = cap_gb * (1 + RTOL) + 1e-12 - weight_gb
+    return max(0, math.floor(room / kv_gb)) if room >= 0 else 0
+
+
+def _engine_capacity(t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...]) -> Capacity:
+    """The engine's pool (module doc): tokens per stage, the least of them, sequences at the context."""
+    pool = t.kv_pool
+    tokens, mem = plan_kv_tokens(pool, devices, cuts)
+    per_tok = tuple(m.kv_tokens for m in mem)
+    if tokens is None:
+        return Capacity(None, None, tuple(None for _ in mem), None, per_tok, mem)
+    stage = min((n, s) for s, n in enumerate(per_tok) if n is not None)[1]
+    C = max(1, t.context)
+    per = tuple(None if n is None else n // C for n in per_tok)
+    st = pool.settings
+    need = st.max_model_len if st.name == "vllm" else None
+    if need is not None and tokens < need:
+        note = (f"{st.name} refuses to start: its KV pool holds {tokens:,} tokens < max_model_len {need:,} "
+                f"(stage {stage}); raise gpu_memory_utilization, lower max_model_len or use more GPUs")
+        return Capacity(0, stage, per, tokens, per_tok, mem, note)
+    note = "" if tokens >= C else (f"the KV pool holds {tokens:,} tokens, less than one {C:,}-token sequence; "
+                                   f"shorter sequences are served")
+    if not st.rule_covers_version and pool.non_kv_bytes is None:
+        note = "; ".join(x for x in (note, f"{st.name} {st.version} sized its pool by an older rule that counts more "
+                                            f"non-KV memory: calibrate with `partition calibrate engine-log`") if x)
+    return Capacity(tokens // C, stage, per, tokens, per_tok, mem, note)
 
 
 def capacity(t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...]) -> Capacity:
     """N_s per stage and N = min_s N_s (module doc)."""
+    if t.kv_pool is not None:
+        return _engine_capacity(t, devices, cuts)
     per = tuple(
         _stage_max(stage_weight_gb(t, cuts[s], cuts[s + 1]), stage_kv_gb(t, cuts[s], cuts[s + 1]),
                    float(t.capacity_gb[g]))
@@ -86,7 +118,19 @@ def sequence_cap(t: CostTables) -> float:
     """An upper bound on `capacity(...)` over every plan on t's devices: stages hold disjoint
     layers on distinct devices and each passes the test of `fits`, so summed over stages
     Σ weights + N·Σ kv <= Σ C_g·(1 + RTOL) + G·1e-12, with Σ weights >= Σ weight_gb − tied_gb
-    (the tied embedding is counted once only on a one-stage plan). inf without a KV model."""
+    (the tied embedding is counted once only on a one-stage plan). inf without a KV model.
+    With an engine pool: every stage s of a plan holding N sequences has N·C·k_s <= u·M_g·t_g − W_s,
+    so summed, N <= (Σ_g u·M_g·t_g − Σ W) / (C·Σ k); llama.cpp: N <= ctx_size // C."""
+    if t.kv_pool is not None:
+        p = t.kv_pool
+        kv_all = float(np.sum(p.kv_bytes)) * max(1, t.context)
+        if kv_all <= 0:
+            return math.inf
+        if p.settings.name == "llamacpp":
+            return float(int(p.settings.ctx_size or 4096) // max(1, t.context))
+        u = np.array([p.settings.fraction(int(t)) for t in p.tp])
+        room = float(np.sum(u * p.visible_bytes * p.tp)) - float(np.sum(p.weight_bytes))
+        return max(0.0, room / kv_all)
     kv = stage_kv_gb(t, 0, t.L)
     if kv <= 0 or t.weight_gb is None:
         return math.inf

@@ -54,6 +54,9 @@ class Serving:
     ttft_chunked_s: float | None = None
     prefill_chunks: int = 1
     gpus: int = 1
+    kv_tokens: int | None = None  # the engine's KV pool in tokens (None: generic free-memory model)
+    stage_memory: tuple[Any, ...] = ()  # costs.kvpool.StageMemory per stage (engine pool only)
+    kv_note: str = ""
 
     @property
     def sequences(self) -> int:
@@ -93,7 +96,17 @@ class Serving:
             "prefill_chunks": self.prefill_chunks,
             "tokens_per_s_per_gpu": num(self.tokens_per_s_per_gpu),
             "tokens_per_s_per_user": num(self.tokens_per_s_per_user),
+            **self._pool_dict(),
         }
+
+    def _pool_dict(self) -> dict[str, Any]:
+        """The engine pool's keys (only with an engine pool): kv_tokens, per-stage memory in bytes."""
+        if self.kv_tokens is None and not self.stage_memory:
+            return {}
+        out: dict[str, Any] = {"kv_tokens": self.kv_tokens, "stages": [m.to_dict() for m in self.stage_memory]}
+        if self.kv_note:
+            out["kv_note"] = self.kv_note
+        return out
 
 
 def return_latency(t: CostTables, devices: tuple[int, ...]) -> float:
@@ -141,4 +154,5 @@ def serving_of(
         round_trip_s=math.fsum([*m.tau.tolist(), *m.d.tolist(), ret]), d_ret_s=ret,
         crossover_in_flight=decode_crossover(m.tau, m.d, ret, regime=regime),
         ttft_chunked_s=chunked, prefill_chunks=C, gpus=len(devices),
+        kv_tokens=cap.kv_tokens, stage_memory=cap.memory, kv_note=cap.note,
     )
