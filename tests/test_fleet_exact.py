@@ -6,10 +6,9 @@ from __future__ import annotations
 import functools
 
 import pytest
-
-import partitioner.fleet.pool as pool
 from fleet_cases import PRICES, random_case, tiny_model
-from partitioner.fleet import fleet
+
+from partitioner.fleet import fleet, pool
 from partitioner.fleet.api import offers_for
 from partitioner.fleet.bound import FleetBound
 from partitioner.fleet.candidates import enumerate_fleets, fleet_cost
@@ -58,7 +57,7 @@ def _kwargs(case):
 @pytest.mark.parametrize("seed", range(56))
 def test_fleet_equals_brute_force_over_fleets_times_planner(seed):
     case = random_case(seed)
-    offers, pts, cost = _brute(case)
+    _, pts, cost = _brute(case)
     r = fleet(MODEL, **_kwargs(case))
     if case["mode"] == "most":
         good = sorted((x for x in pts if pts[x].feasible and cost[x] <= case["budget"] * (1 + 1e-9)),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from fleet_cases import PRICES, tiny_model
+
 from partitioner.fleet import fleet
 from partitioner.jsonio import dumps
 

@@ -49,7 +49,7 @@ def _link_id(link: Any) -> str | None:
 def fleet_cluster(own: Any, fleet: Fleet, offers: tuple[Offer, ...], *, intra: str, inter: str,
                   reserve_gb: float | None = None) -> Any:
     """The ClusterSpec of `own` plus the fleet's boxes (module doc). `own` may be None."""
-    from partitioner.models.cluster import ClusterSpec, Links, Pair, resolve_link
+    from partitioner.models.cluster import ClusterSpec, Links, resolve_link
 
     devices: list[dict[str, Any]] = [] if own is None else [d.model_dump(by_alias=True, exclude_none=True)
                                                              for d in own.devices]
@@ -62,9 +62,11 @@ def fleet_cluster(own: Any, fleet: Fleet, offers: tuple[Offer, ...], *, intra: s
                 devices.append({"name": name, "gpu": offer.gpu, "node": node})
                 added.append((name, node))
     if own is None:
-        links = Links(intra_node=intra, inter_node=inter)
-        return ClusterSpec(name="fleet", devices=tuple(devices), links=links,
-                           **({} if reserve_gb is None else {"reserve_gb": reserve_gb}))  # type: ignore[arg-type]
+        data: dict[str, Any] = {"name": "fleet", "devices": devices,
+                                "links": Links(intra_node=intra, inter_node=inter).model_dump()}
+        if reserve_gb is not None:
+            data["reserve_gb"] = reserve_gb
+        return ClusterSpec.model_validate(data)
     pairs = [p.model_dump(by_alias=True) for p in own.pairs]
     own_intra, own_inter = _link_id(own.links.intra_node), _link_id(own.links.inter_node)
     if added and (own_intra != intra or own_inter != inter):

@@ -138,12 +138,12 @@ def search(fleets: list[Fleet], cost: Callable[[Fleet], float], bound: Callable[
     best = good[0] if good else None
     if mode == "cheapest":
         lb = min([rest[0][1]] if rest else [], default=math.inf)
-        proven = best is not None and (not rest or rest[0][1] > best.cost_usd_h * (1 + _TOL)) or (best is None and not rest)
+        proven = (best is not None and (not rest or rest[0][1] > best.cost_usd_h * (1 + _TOL))) or (best is None and not rest)
         cost_lb = min(lb, best.cost_usd_h) if best is not None else (lb if math.isfinite(lb) else None)
         return SearchOutcome(mode, best, tuple(good[1:keep]), tuple(planned), len(fleets), pruned["bound"],
                              pruned["memory"], pruned["budget"], bool(proven), stopped, cost_lower_bound=cost_lb)
     ub = max([rest[0][2]] if rest else [], default=0.0)
-    proven = best is None and not rest or best is not None and (not rest or rest[0][2] < best.point.tokens_per_s)
+    proven = (best is None and not rest) or (best is not None and (not rest or rest[0][2] < best.point.tokens_per_s))
     top = max(ub, best.point.tokens_per_s if best is not None else 0.0)
     return SearchOutcome(mode, best, tuple(good[1:keep]), tuple(planned), len(fleets), pruned["bound"],
                          pruned["memory"], pruned["budget"], bool(proven), stopped, tokens_upper_bound=top)
