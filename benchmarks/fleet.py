@@ -4,7 +4,7 @@
 
 A market of three GPU types with up to 9 cards each (10 x 10 x 10 = 1,000 fleets) for a small
 4-layer model (tests/fleet_cases.py, batches up to 8 so a plan takes about a tenth of a second):
-per target, the branch and bound of partitioner.fleet.search (planned fleets, pruned fleets, wall
+per target, the branch and bound of partitioner.fleets.search (planned fleets, pruned fleets, wall
 time on the local process pool) against the alternative, a brute force that plans all 1,000,
 whose time is estimated from a sample of fleets planned in this process. Target: <= 60 s on 2 cores.
 """
@@ -22,10 +22,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fleet_cases import tiny_model  # noqa: E402
 
-from partitioner.fleet import fleet  # noqa: E402
-from partitioner.fleet.api import offers_for  # noqa: E402
-from partitioner.fleet.candidates import enumerate_fleets  # noqa: E402
-from partitioner.fleet.evaluate import Job, evaluate  # noqa: E402
+from partitioner.fleets import fleet  # noqa: E402
+from partitioner.fleets.api import offers_for  # noqa: E402
+from partitioner.fleets.candidates import enumerate_fleets  # noqa: E402
+from partitioner.fleets.evaluate import Job, evaluate  # noqa: E402
 
 MARKET = {"gtx-1070": 9, "t4": 9, "l4": 9}
 PRICES = {"gtx-1070": {"on_demand_usd_h": 0.08}, "t4": {"on_demand_usd_h": 0.25}}

@@ -42,7 +42,7 @@ def test_fleet_prints_the_answer_and_json(files, tmp_path):
     page = tmp_path / "fleet.html"
     r = run(*base, "--json", "--out", out, "--html", page)
     d = json.loads(r.output)
-    assert d["format"] == "partitioner.fleet/1" and d["mode"] == "cheapest" and d["found"]
+    assert d["format"] == "partitioner.fleets/1" and d["mode"] == "cheapest" and d["found"]
     assert {"fleet", "cost_per_hour", "serving", "plan", "runners_up"} <= set(d)
     assert all(set(f) == {"gpu", "count"} for f in d["fleet"])
     assert d["serving"]["tokens_per_s"] >= 5000 and d["fleet"] == [{"gpu": "gtx-1070", "count": 2}]
@@ -101,3 +101,10 @@ def test_plan_what_if_table_is_sorted_by_price_per_token(files):
     assert r.exit_code == 2 and "unknown device 'nope'" in r.output
     r = CliRunner().invoke(main, ["plan", str(model), str(own), "--what-if", "swap:t4"])
     assert r.exit_code == 2 and "expected add:GPU" in r.output
+
+
+def test_top_level_api_is_the_fleet_function():
+    import partitioner
+    from partitioner.fleets import fleet
+
+    assert partitioner.fleet is fleet

@@ -1,4 +1,4 @@
-"""partitioner.fleet: hand-computed pieces, every error path, and the search against a brute force on tables."""
+"""partitioner.fleets: hand-computed pieces, every error path, and the search against a brute force on tables."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import random
 import pytest
 
 from partitioner.errors import InputError
-from partitioner.fleet.candidates import boxes, enumerate_fleets, fleet_cluster, fleet_cost
-from partitioner.fleet.evaluate import Point
-from partitioner.fleet.market import Offer, Target, parse_counts
-from partitioner.fleet.search import RUNNERS_UP, WAVE, meets, search
+from partitioner.fleets.candidates import boxes, enumerate_fleets, fleet_cluster, fleet_cost
+from partitioner.fleets.evaluate import Point
+from partitioner.fleets.market import Offer, Target, parse_counts
+from partitioner.fleets.search import RUNNERS_UP, WAVE, meets, search
 from partitioner.models import load_cluster
 from partitioner.models.prices import hourly, price_of
 
@@ -54,7 +54,7 @@ def test_prices_catalogue_and_overrides():
 
 
 def test_offers_refuse_unknown_and_unpriced():
-    from partitioner.fleet.api import offers_for
+    from partitioner.fleets.api import offers_for
 
     with pytest.raises(InputError, match="unknown GPU id 'l5'"):
         offers_for({"l5": 1}, tier="on_demand", overrides=None)

@@ -8,12 +8,12 @@ import functools
 import pytest
 from fleet_cases import PRICES, random_case, tiny_model
 
-from partitioner.fleet import fleet, pool
-from partitioner.fleet.api import offers_for
-from partitioner.fleet.bound import FleetBound
-from partitioner.fleet.candidates import enumerate_fleets, fleet_cost
-from partitioner.fleet.evaluate import Job, evaluate
-from partitioner.fleet.search import RUNNERS_UP
+from partitioner.fleets import fleet, pool
+from partitioner.fleets.api import offers_for
+from partitioner.fleets.bound import FleetBound
+from partitioner.fleets.candidates import enumerate_fleets, fleet_cost
+from partitioner.fleets.evaluate import Job, evaluate
+from partitioner.fleets.search import RUNNERS_UP
 
 MODEL = tiny_model()
 MAX_BATCH = 8  # a real planner limit that keeps each plan small enough for CI

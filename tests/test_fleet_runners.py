@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fleet_cases import PRICES, tiny_model
 
-from partitioner.fleet import fleet
+from partitioner.fleets import fleet
 from partitioner.jsonio import dumps
 
 MODEL = tiny_model()

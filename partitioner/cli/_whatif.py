@@ -1,6 +1,6 @@
 """`partition plan ... --what-if add:GPU[,GPU...] --what-if remove:DEVICE`: the "which card next" table.
 
-Each single change is planned with the serve objective (partitioner.fleet.marginal); the table
+Each single change is planned with the serve objective (partitioner.fleets.marginal); the table
 shows the new tokens/s, its change, the change in dollars per hour (presets/prices.yaml, on demand;
 cluster.yaml `prices:` overrides) and the dollars per hour for each extra 1,000 tokens/s, best buy
 first (the JSON gives it per token/s).
@@ -31,7 +31,7 @@ def what_if_text(base: Any, rows: list[Any]) -> str:
 def run_what_if(model: Any, cluster: Any, specs: tuple[str, ...], *, as_json: bool, engine: str | None,
                 tp: str | None, tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None,
                 time_limit: float | None) -> None:
-    from partitioner.fleet.marginal import parse_changes, what_if
+    from partitioner.fleets.marginal import parse_changes, what_if
     from partitioner.jsonio import dumps
 
     base, rows = what_if(model, cluster, parse_changes(specs), engine=engine, tp=tp, tpot_ms=tpot_ms,

@@ -1,6 +1,6 @@
 """`partition fleet MODEL.yaml --tokens-per-s X | --users N --tpot-ms T | --budget-per-hour $`: which GPUs to add.
 
-The search is partitioner.fleet (branch and bound over count vectors, exact with respect to the
+The search is partitioner.fleets (branch and bound over count vectors, exact with respect to the
 planner); this module parses the options, prints the answer in human units and writes the JSON
 (SI units) and the chart page.
 """
@@ -131,9 +131,9 @@ def fleet(*, model_file: str, tokens_per_s: float | None, users: int | None, tpo
     import sys
 
     from partitioner.cli._output import check_writable, safe_write
-    from partitioner.fleet import fleet as run
-    from partitioner.fleet.api import FLEET_FORMAT
-    from partitioner.fleet.market import parse_counts
+    from partitioner.fleets import fleet as run
+    from partitioner.fleets.api import FLEET_FORMAT
+    from partitioner.fleets.market import parse_counts
     from partitioner.jsonio import dumps
 
     inputs = tuple(x for x in (model_file, own_file) if x)

@@ -2,7 +2,7 @@
 
 Each planned fleet is a point (cost per hour, output tokens/s); the Pareto front (no other fleet
 both cheaper and faster) is drawn as a step line, the chosen fleet is ringed and the runners-up
-labelled. Pure: takes the fleet JSON (partitioner.fleet.FleetResult.to_dict), returns an SVG
+labelled. Pure: takes the fleet JSON (partitioner.fleets.FleetResult.to_dict), returns an SVG
 document with a <title> and an aria-label; matplotlib with text kept as text and a fixed hash
 salt, so equal input gives equal SVG.
 """

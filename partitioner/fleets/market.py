@@ -4,7 +4,7 @@ An `Offer` is one GPU type you may add: up to `max_count` cards at `usd_h` dolla
 packed `box` cards to a machine (a box is a node of the cluster; the cards of one box share its
 `intra` link, boxes reach each other and your own nodes over `inter`). A `Target` is what the fleet
 must serve: output tokens/s, or N users (sequences in flight at once) under the TPOT/TTFT limits,
-and/or an hourly budget. All of it is plain data: the search (partitioner.fleet.search) is pure.
+and/or an hourly budget. All of it is plain data: the search (partitioner.fleets.search) is pure.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ every deployment on devices D decodes at most Σ_{g∈D} fr_g with fr_g = max_B 
 bound is additive over devices, and fr_g depends only on g's GPU and the cards of its node (its TP
 groups), so a fleet's bound is the owned cluster's plus one term per added box shape, each computed
 once. It is at least the planner's answer on every fleet, which makes the branch and bound of
-partitioner.fleet.search exact with respect to the planner. A fleet whose usable memory is below
+partitioner.fleets.search exact with respect to the planner. A fleet whose usable memory is below
 the model's weights cannot hold it (`holds`).
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitioner.fleet.candidates import Fleet, boxes, fleet_cluster
-from partitioner.fleet.market import Offer
+from partitioner.fleets.candidates import Fleet, boxes, fleet_cluster
+from partitioner.fleets.market import Offer
 
 __all__ = ["FleetBound"]
 

@@ -1,6 +1,6 @@
 """One fleet through the planner: the serving numbers of its best plan, as plain data.
 
-`evaluate(job)` builds the fleet's cluster (partitioner.fleet.candidates.fleet_cluster) and calls
+`evaluate(job)` builds the fleet's cluster (partitioner.fleets.candidates.fleet_cluster) and calls
 `partitioner.plan(..., objective="serve")`: over splits, batch and in-flight count under the TPOT
 and TTFT limits, and over replicas and TP groups when the fleet has more than one machine. It is a
 module-level function of picklable arguments, so a process pool or a Ray task can run it; the
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitioner.fleet.candidates import Fleet, fleet_cluster
-from partitioner.fleet.market import Offer
+from partitioner.fleets.candidates import Fleet, fleet_cluster
+from partitioner.fleets.market import Offer
 
 __all__ = ["Job", "Point", "evaluate"]
 

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from partitioner.errors import InputError
-from partitioner.fleet.market import MAX_CANDIDATES, Offer
+from partitioner.fleets.market import MAX_CANDIDATES, Offer
 
 __all__ = ["Fleet", "enumerate_fleets", "fleet_cost", "fleet_cluster", "boxes"]
 

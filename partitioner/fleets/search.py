@@ -1,9 +1,9 @@
 """Branch and bound over fleets: the cheapest that meets the target, or the most tokens/s within a budget.
 
-Every fleet (count vector over the offers, partitioner.fleet.candidates) has a cost c(x) and an
-upper bound u(x) on the tokens/s the planner can find on it (partitioner.fleet.bound), and a
+Every fleet (count vector over the offers, partitioner.fleets.candidates) has a cost c(x) and an
+upper bound u(x) on the tokens/s the planner can find on it (partitioner.fleets.bound), and a
 fleet whose memory cannot hold the weights is out. The planner's answer v(x) (one serve plan,
-partitioner.fleet.evaluate) is computed only where it can matter:
+partitioner.fleets.evaluate) is computed only where it can matter:
 
 - cheapest: fleets in order of (c, −u, x); a fleet with u(x) below the target's tokens/s cannot
   meet it and is skipped; the first fleet that meets the target is the cheapest. The search goes
@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from partitioner.fleet.candidates import Fleet
-from partitioner.fleet.evaluate import Job, Point
-from partitioner.fleet.market import Target
+from partitioner.fleets.candidates import Fleet
+from partitioner.fleets.evaluate import Job, Point
+from partitioner.fleets.market import Target
 
 __all__ = ["Scored", "SearchOutcome", "search", "WAVE", "RUNNERS_UP"]
 

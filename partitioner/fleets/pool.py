@@ -1,7 +1,7 @@
 """Where fleet evaluations run: in this process, on a local process pool, or as Ray tasks.
 
 Every runner maps a list of jobs to their points in the jobs' order, so the search
-(partitioner.fleet.search), which hands out jobs in fixed waves and reads the answers in order,
+(partitioner.fleets.search), which hands out jobs in fixed waves and reads the answers in order,
 gives the same result whatever runs them and however many workers there are. Ray is optional
 (`pip install '.[ray]'`): `RayRunner(address)` joins an existing cluster (`ray.init(address=...)`,
 or a local instance when the address is "local").
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from partitioner.errors import InputError
-from partitioner.fleet.evaluate import Job, Point, evaluate
+from partitioner.fleets.evaluate import Job, Point, evaluate
 
 __all__ = ["Runner", "SerialRunner", "PoolRunner", "RayRunner", "make_runner"]
 

@@ -1,4 +1,4 @@
-"""`fleet(model, ...)`: the typed entry point of `partition fleet` and of deploy scripts (module doc of partitioner.fleet)."""
+"""`fleet(model, ...)`: the typed entry point of `partition fleet` and of deploy scripts (module doc of partitioner.fleets)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from partitioner.errors import InputError
-from partitioner.fleet.market import Offer, Target
-from partitioner.fleet.search import Scored, SearchOutcome
+from partitioner.fleets.market import Offer, Target
+from partitioner.fleets.search import Scored, SearchOutcome
 
 __all__ = ["fleet", "FleetResult", "offers_for", "FLEET_FORMAT"]
 
-FLEET_FORMAT = "partitioner.fleet/1"
+FLEET_FORMAT = "partitioner.fleets/1"
 
 
 def offers_for(market: dict[str, int], *, tier: str, overrides: dict[str, Any] | None,
@@ -123,14 +123,14 @@ def fleet(model: Any, *, tokens_per_s: float | None = None, users: int | None = 
           plan_time_limit_s: float | None = None,
           progress: Callable[[int, int, float], None] | None = None) -> FleetResult:
     """The cheapest fleet meeting the target, or the most tokens/s within the budget (module doc of
-    partitioner.fleet). `own` is a cluster (path or ClusterSpec) or None; `prices` overrides the
+    partitioner.fleets). `own` is a cluster (path or ClusterSpec) or None; `prices` overrides the
     catalogue per GPU id (cluster.yaml `prices:` too, which `prices` wins over)."""
     from partitioner.api import load_inputs
-    from partitioner.fleet.bound import FleetBound
-    from partitioner.fleet.candidates import enumerate_fleets, fleet_cost
-    from partitioner.fleet.evaluate import Job
-    from partitioner.fleet.pool import make_runner
-    from partitioner.fleet.search import search
+    from partitioner.fleets.bound import FleetBound
+    from partitioner.fleets.candidates import enumerate_fleets, fleet_cost
+    from partitioner.fleets.evaluate import Job
+    from partitioner.fleets.pool import make_runner
+    from partitioner.fleets.search import search
     from partitioner.models import catalog
 
     start = time.monotonic()

@@ -1,7 +1,7 @@
 """Marginal value: what one change to your cluster is worth, "which card next".
 
 For each change, adding one card of a GPU type (its own box, joined by the fleet's link) or
-removing one of your devices, the serve plan of the changed cluster (partitioner.fleet.evaluate)
+removing one of your devices, the serve plan of the changed cluster (partitioner.fleets.evaluate)
 gives the new tokens/s; the change in dollars per hour (the added card's rental, or the removed
 card's running cost saved) over the change in tokens/s is the price of one more token/s. Rows
 come sorted: additions by dollars per extra token/s (the best buy first; an addition that gains
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partitioner.errors import InputError
-from partitioner.fleet.evaluate import Job, Point
+from partitioner.fleets.evaluate import Job, Point
 
 __all__ = ["Change", "parse_changes", "what_if"]
 
@@ -72,8 +72,8 @@ def what_if(model: Any, cluster: Any, changes: list[tuple[str, str]], *, tier: s
             tpot_ms: float | None = None, ttft_ms: float | None = None, max_batch: int | None = None,
             time_limit_s: float | None = None, run: Any = None) -> tuple[Point, list[Change]]:
     """(the cluster as it is, one row per change sorted as the module doc says)."""
-    from partitioner.fleet.api import _own_cost, offers_for
-    from partitioner.fleet.pool import SerialRunner
+    from partitioner.fleets.api import _own_cost, offers_for
+    from partitioner.fleets.pool import SerialRunner
     from partitioner.models import catalog
     from partitioner.models.prices import hourly
     from partitioner.models.whatif import without_device
