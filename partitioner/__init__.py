@@ -6,6 +6,8 @@ Public API (imported lazily, so `import partitioner` is cheap):
   order=None, time_limit_s=None, replicas=1, tp=None) -> Plan` (a `Deployment` of weighted
   plans when replicas != 1)
 - `load_model(path)`, `load_cluster(path)`, `build_tables(model, cluster)`
+- `fleet(model, *, tokens_per_s=None, users=None, tpot_ms=None, budget_per_hour=None, own=None,
+  market={gpu: max_count}, ...) -> FleetResult`: the cheapest GPUs to add (partitioner.fleets)
 - `analyze(tau, d=None, M=1, rho=1.0)`, `simulate(tau, d, M, regime)`
 - `Plan`, `Problem`, `CostTables`, `Solution` and the errors under `PartitionerError`.
 """
@@ -24,6 +26,7 @@ from partitioner.errors import (
 __all__ = [
     "plan",
     "build_problem",
+    "fleet",
     "load_model",
     "load_cluster",
     "build_tables",
@@ -45,6 +48,7 @@ __all__ = [
 _LAZY = {
     "plan": "partitioner.api",
     "build_problem": "partitioner.api",
+    "fleet": "partitioner.fleets",
     "load_model": "partitioner.models",
     "load_cluster": "partitioner.models",
     "build_tables": "partitioner.costs",

@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "costs": ("partitioner.cli.costs", "Per-layer, per-device time, memory and cut bytes."),
     "catalog": ("partitioner.cli.catalog", "List the shipped GPU, link and model presets."),
     "schema": ("partitioner.cli.schema", "Print the JSON Schema of model, cluster or plan files."),
+    "fleet": ("partitioner.cli.fleet", "Which GPUs to buy or rent to serve a model at a target, at least cost."),
 }
 
 

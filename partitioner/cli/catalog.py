@@ -1,4 +1,4 @@
-"""`partition catalog gpus|models|links|engines [--json]`: the shipped presets as a table or JSON."""
+"""`partition catalog gpus|models|links|engines|prices [--json]`: the shipped presets as a table or JSON."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
     "links": ("id", "name", "latency_ms", "bandwidth_gb_s"),
     "engines": ("id", "name", "token_overhead_scale", "hop_overhead_ms", "eta_compute_scale", "eta_memory_scale",
                 "fp16_accumulate"),
+    "prices": ("id", "on_demand_usd_h", "spot_usd_h", "purchase_usd", "owned_usd_h", "date", "source"),
 }
 
 
@@ -54,11 +55,18 @@ def _model_row(key: str, raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _price_row(key: str, raw: dict[str, Any]) -> dict[str, Any]:
+    from partitioner.models.prices import PriceSpec
+
+    return {"id": key, **PriceSpec.model_validate(raw).model_dump()}
+
+
 def catalog_rows(kind: str) -> list[dict[str, Any]]:
     """One dict per preset of `kind`, with derived figures (params, default efficiencies)."""
     from partitioner.models import catalog as presets
 
-    make = {"gpus": _gpu_row, "models": _model_row, "links": lambda k, raw: {"id": k, **raw}, "engines": _engine_row}[kind]
+    make = {"gpus": _gpu_row, "models": _model_row, "links": lambda k, raw: {"id": k, **raw}, "engines": _engine_row,
+            "prices": _price_row}[kind]
     return [make(key, raw) for key, raw in presets.entries(kind).items()]
 
 
@@ -71,10 +79,11 @@ def _cell(value: Any) -> str:
 
 
 @click.command("catalog")
-@click.argument("kind", type=click.Choice(["gpus", "models", "links", "engines"]))
+@click.argument("kind", type=click.Choice(["gpus", "models", "links", "engines", "prices"]))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def catalog(kind: str, as_json: bool) -> None:
-    """List the shipped GPU, link, model or engine presets (ids to use in cluster.yaml / model.yaml)."""
+    """List the shipped GPU, link, model, engine or price presets (ids to use in cluster.yaml / model.yaml;
+    prices in US dollars, each with its source and date)."""
     from partitioner.jsonio import dumps
 
     rows = catalog_rows(kind)
@@ -84,7 +93,8 @@ def catalog(kind: str, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"partitioner {kind} catalogue (GB = 1e9 bytes)")
+    units = "US dollars; cluster.yaml prices: overrides" if kind == "prices" else "GB = 1e9 bytes"
+    table = Table(title=f"partitioner {kind} catalogue ({units})")
     for col in _COLUMNS[kind]:
         table.add_column(col.replace("compute_capability", "cc"), no_wrap=col in ("id", "name"))
     for row in rows:

@@ -54,6 +54,8 @@ __all__ = ["plan"]
 @click.option("--tp", type=click.Choice(TP_MODES), default=None,
               help="Tensor-parallel groups inside nodes: per stage, one degree, or whole machines "
                    "(default: auto if cluster.yaml has tp:, else off).")
+@click.option("--what-if", "what_if", multiple=True, metavar="add:GPU[,GPU...]|remove:DEVICE[,...]",
+              help="Instead of the plan: tokens/s and $/h per extra token/s of each single change (repeatable).")
 def plan(
     *,
     model_file: str,
@@ -73,6 +75,7 @@ def plan(
     engine: str | None,
     replicas: str = "1",
     tp: str | None = None,
+    what_if: tuple[str, ...] = (),
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
     import time
@@ -83,6 +86,11 @@ def plan(
 
     model, cluster = load_inputs(model_file, cluster_file)
     time_limit = _time_left(time_limit, started)
+    if what_if:
+        from partitioner.cli._whatif import run_what_if
+
+        return run_what_if(model, cluster, what_if, as_json=as_json, engine=engine, tp=tp, tpot_ms=tpot_ms,
+                           ttft_ms=ttft_ms, max_batch=max_batch, time_limit=time_limit)
     engine = engine or (export if export in LAUNCH_TARGETS else None)  # an engine target also sets --engine
     if wants_deployment(replicas, tp, cluster):
         tp = _engine_tp(tp, engine, cluster)

@@ -1,4 +1,4 @@
-"""Shipped presets (GPUs, links, models, engines) looked up by exact id (style.md rule 14).
+"""Shipped presets (GPUs, links, models, engines, prices) looked up by exact id (style.md rule 14).
 
 An unknown id is an error that lists the closest valid ids (difflib) and every valid id;
 there is no fuzzy matching.
@@ -15,9 +15,9 @@ import yaml
 
 __all__ = ["Kind", "KINDS", "entries", "ids", "require", "gpu_defaults", "unknown_message", "closest"]
 
-Kind = Literal["gpus", "links", "models", "engines"]
-KINDS: tuple[str, ...] = ("gpus", "links", "models", "engines")
-_SINGULAR = {"gpus": "GPU", "links": "link", "models": "model", "engines": "engine"}
+Kind = Literal["gpus", "links", "models", "engines", "prices"]
+KINDS: tuple[str, ...] = ("gpus", "links", "models", "engines", "prices")
+_SINGULAR = {"gpus": "GPU", "links": "link", "models": "model", "engines": "engine", "prices": "priced GPU"}
 
 
 @cache

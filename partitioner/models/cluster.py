@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from partitioner.models import catalog
 from partitioner.models.fields import Fraction, Frozen, LocatedValueError, Name, NonNegative, Positive, PositiveInt
+from partitioner.models.prices import PriceSpec
 
 __all__ = ["GpuSpec", "LinkSpec", "Links", "Pair", "Device", "NodeSpec", "ClusterSpec", "resolve_gpu", "resolve_link"]
 
@@ -292,6 +293,8 @@ class ClusterSpec(Frozen):
     # tensor-parallel degrees a stage may use inside one node: a list for every node, or
     # {default: [...], <node>: [...]} per node; None: 1, 2, 4, 8 (partitioner.costs.tp)
     tp: tuple[PositiveInt, ...] | dict[str, tuple[PositiveInt, ...]] | None = None
+    # per GPU id, prices that override the shipped catalogue (partitioner.models.prices)
+    prices: dict[str, PriceSpec] = Field(default_factory=dict)
 
     @field_validator("engine")
     @classmethod
@@ -326,6 +329,9 @@ class ClusterSpec(Frozen):
             if spec.address is not None:
                 owner[spec.address] = node
         self._check_tp()
+        for gpu_id in self.prices:
+            if gpu_id not in catalog.ids("gpus") and gpu_id not in {d.gpu_id for d in self.devices}:
+                raise LocatedValueError(("prices", gpu_id), catalog.unknown_message("GPU id", gpu_id, catalog.ids("gpus")))
         for i, pair in enumerate(self.pairs):
             for key, value in (("from", pair.from_), ("to", pair.to)):
                 if value not in seen:
