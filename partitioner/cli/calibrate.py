@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "overlap": "Slope and overlap ratio rho from measured makespans at several M.",
     "profile": "Fit cost-model efficiencies to per-layer timings, or write a layers: profile.",
     "measure": "Time each layer of a PyTorch model on this machine and write a timings CSV.",
+    "bench": "Measured vs predicted tokens/s, TPOT, TTFT from a vLLM/llama.cpp benchmark; correct cluster.yaml.",
 }
 
 
