@@ -113,7 +113,7 @@ def answer_lines(ans: Any, result: Any) -> list[str]:
         if cmd:
             head = "measure it" + (" (replica 0, --replica 0)" if hasattr(result, "replicas") else "")
             lines.append(f"{head}: {cmd}")
-            lines.append("  then: partition calibrate bench bench.json --plan PLAN.json --model MODEL.yaml --cluster CLUSTER.yaml --write-cluster CLUSTER.yaml")
+            lines.append("  then: partition calibrate bench bench.json --plan PLAN.json --model MODEL.yaml --cluster CLUSTER.yaml --write-cluster CLUSTER.calibrated.yaml")
     return lines
 
 
