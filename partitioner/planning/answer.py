@@ -13,12 +13,11 @@ and in-flight count (partitioner.planning.serving), with what one machine's loss
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from partitioner.planning.objective import Choice, default_objective
-from partitioner.planning.serving import REFINE_GPUS, Failure, Values, best_layout, failure
+from partitioner.planning.serving import Failure, Values, failure, layouts
 
 __all__ = ["Answer", "default_answer", "serve_answer", "machines"]
 
@@ -113,14 +112,8 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
 
     nk = node_kinds(cluster)
     values = Values(nk, planner, fits, lambda g: str(cluster.devices[g].node))
-    layout = best_layout(nk.counts, values, max_machines)
-    for x in dict.fromkeys(layout.vectors):  # the full serve search on the chosen small replicas
-        devices = nk.devices(x)
-        if len(devices) <= REFINE_GPUS:
-            full = planner(devices)
-            if full.serving.tokens_per_s > values.memo[x][0]:
-                values.memo[x] = (float(full.serving.tokens_per_s), full)
-    layout = dataclasses.replace(layout, tokens_per_s=sum(values.memo[x][0] for x in layout.vectors))
+    cands = layouts(nk.counts, values, max_machines)
+    layout = max(cands, key=lambda c: (c.tokens_per_s, -len(c.vectors)))
     plans = [_place(nk, list(layout.vectors), k, values.memo, planner, cluster) for k in range(len(layout.vectors))]
     fail = failure(nk.counts, layout, values, max_machines)
     if len(plans) == 1:

@@ -9,9 +9,9 @@ least τ_max first):
   per machine kind, the best packing of its machines into homogeneous replicas
   (partitioner.deploy.seeds, a 1-D knapsack per kind), plus one pipeline over the machines left.
 
-Candidates are valued with the planner's `quick` search (coarse batch grid, exact DP or its seed,
-never CP-SAT: the answer does not depend on the machine's load); the replicas of the chosen
-candidate are then searched in full when they have at most REFINE_GPUS GPUs. Not proven optimal
+Pipelines of at most REFINE_GPUS GPUs are valued by the planner's full serve search, larger ones
+by its `quick` search (coarse batch grid, exact DP or its seed, never CP-SAT: the answer does not
+depend on the machine's load). Not proven optimal
 over replica layouts: the full replica search (`--replicas auto`) explores every count vector.
 
 `max_machines` (--max-machines-per-pipeline) drops every candidate pipeline over more machines.
@@ -30,7 +30,7 @@ from typing import Any
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.errors import InfeasibleError
 
-__all__ = ["REFINE_GPUS", "Layout", "Loss", "Failure", "Values", "best_layout", "failure"]
+__all__ = ["REFINE_GPUS", "Layout", "Loss", "Failure", "Values", "best_layout", "layouts", "failure"]
 
 REFINE_GPUS = 8  # replicas of at most this many GPUs get the full serve search after the quick one
 
@@ -90,7 +90,7 @@ class Values:
             plan = None
             if devices and self.fits(devices):
                 try:
-                    plan = self.planner.quick(devices)
+                    plan = self.planner(devices) if len(devices) <= REFINE_GPUS else self.planner.quick(devices)
                 except InfeasibleError:
                     plan = None
             self.memo[x] = (0.0 if plan is None else float(plan.serving.tokens_per_s), plan)
@@ -99,6 +99,11 @@ class Values:
 
 def best_layout(counts: Vector, values: Values, max_machines: int | None) -> Layout:
     """The best candidate (module doc) on `counts` machines of each kind; InfeasibleError if none."""
+    return max(layouts(counts, values, max_machines), key=lambda c: (c.tokens_per_s, -len(c.vectors)))
+
+
+def layouts(counts: Vector, values: Values, max_machines: int | None) -> list[Layout]:
+    """Every candidate (module doc) on `counts` machines of each kind; InfeasibleError if none."""
     from partitioner.deploy.seeds import kind_seeds, seed_deployment
 
     def allowed(x: Vector) -> bool:
@@ -117,7 +122,7 @@ def best_layout(counts: Vector, values: Values, max_machines: int | None) -> Lay
     if not cands:
         limit = "" if max_machines is None else f" of at most {max_machines} machines"
         raise InfeasibleError(f"no pipeline{limit} of these machines serves the model")
-    return max(cands, key=lambda c: (c.tokens_per_s, -len(c.vectors)))
+    return cands
 
 
 def failure(counts: Vector, layout: Layout, values: Values, max_machines: int | None) -> Failure:
