@@ -75,7 +75,7 @@ def corrected_cluster(data: Mapping[str, Any], factors: Mapping[str, tuple[float
     updated = []
     for dev in out.get("devices", []):
         gpu = gpu_of_device.get(str(dev.get("name")))
-        if gpu not in factors:
+        if gpu is None or gpu not in factors:
             continue
         eta_c, eta_m, t_layer, t_token = factors[gpu]
         new = {"eta_compute": _sig(min(1.0, eta_c / r)), "eta_memory": _sig(min(1.0, eta_m / r)),

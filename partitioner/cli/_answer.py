@@ -65,6 +65,8 @@ def run_answer(model: Any, cluster: Any, choice: Any, *, inputs: tuple[str, str]
                            tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine) \
             if len(result.stages) <= 8 else "not compared for pipelines over more than 8 GPUs"
         render_plan(result, even)
+        for note in result.notes:
+            click.echo(f"note: {note}")
     for line in answer_lines(ans, result):
         click.echo(line)
 

@@ -41,7 +41,7 @@ def bench(*, result_file: str, plan_file: str, model_file: str, cluster_file: st
     r = time_scale(measured, float(tpot or 0.0))
     click.echo(f"{measured.source} vs the plan ({plan_file}):")
     click.echo(f"  tokens/s  measured {measured.tokens_per_s:,.4g}   predicted {float(tps or 0):,.4g}")
-    click.echo(f"  TPOT      measured {fmt_time(measured.tpot_s)}   predicted {fmt_time(float(tpot))}   ×{r:.3g}")
+    click.echo(f"  TPOT      measured {fmt_time(measured.tpot_s)}   predicted {fmt_time(float(tpot or 0.0))}   ×{r:.3g}")
     if measured.ttft_s is not None and ttft:
         click.echo(f"  TTFT      measured {fmt_time(measured.ttft_s)}   predicted {fmt_time(float(ttft))}")
     if write_cluster:

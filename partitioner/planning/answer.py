@@ -13,6 +13,7 @@ and in-flight count (partitioner.planning.serving), with what one machine's loss
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +53,7 @@ def default_answer(model: Any, cluster: Any, *, objective: str | None = None, M:
     result, fail = serve_answer(model, cluster, regime=regime, solver=solver, order=order, time_limit_s=time_limit_s,
                                 tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine, tp=tp,
                                 max_machines=max_machines)
-    paper = None
+    paper: Any = None
     try:
         problem = build_problem(model, cluster, M=M, regime=regime, objective="balanced", order=order,
                                 time_limit_s=time_limit_s, engine=engine)
@@ -90,7 +91,7 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
     from partitioner.costs.tables import select_engine
     from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment
     from partitioner.deploy.kinds import node_kinds
-    from partitioner.deploy.plan import _launch
+    from partitioner.deploy.plan import _launch, _only_usable, _unsupported
     from partitioner.deploy.replica_result import _place
     from partitioner.deploy.serve import serve_inputs
 
@@ -102,10 +103,14 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
                               tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, deadline=None,
                               launch=_launch(engine, solver, order_, cluster))
     base = build_tables(model.with_batch(1, 1), cluster, engine=engine)
-    need = float(base.weight_gb.sum())
+    need = float((base.memory_gb if base.weight_gb is None else base.weight_gb).sum())
+    notes: list[str] = []
+    dropped = _unsupported(engine, base, notes)  # GPUs the launch engine cannot run, as plan_deployment
+    planner = _only_usable(planner, dropped, engine)
 
     def fits(devices: list[int]) -> bool:
-        return float(base.capacity_gb[devices].sum()) * (1 + 1e-9) >= need
+        kept = [g for g in devices if g not in dropped]
+        return bool(kept) and float(base.capacity_gb[kept].sum()) * (1 + 1e-9) >= need
 
     nk = node_kinds(cluster)
     values = Values(nk, planner, fits, lambda g: str(cluster.devices[g].node))
@@ -114,11 +119,11 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
     plans = [_place(nk, list(layout.vectors), k, values.memo, planner, cluster) for k in range(len(layout.vectors))]
     fail = failure(nk.counts, layout, values, max_machines)
     if len(plans) == 1:
-        return plans[0], fail
+        return dataclasses.replace(plans[0], notes=(*notes, *plans[0].notes)), fail
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     return Deployment(
         replicas=tuple(plans), unused=tuple(d.name for d in cluster.devices if d.name not in used), optimal=False,
         upper_bound_tokens_per_s=float("inf"), solver="separate pipelines", subproblems=len(values.memo),
-        notes=(f"{layout.family} (per-kind replicas and one pipeline compared; `--replicas auto` searches every "
+        notes=(*notes, f"{layout.family} (per-kind replicas and one pipeline compared; `--replicas auto` searches every "
                "layout)",),
     ), fail

@@ -79,7 +79,7 @@ class Failure:
 class Values:
     """tokens/s of a count vector by the quick serve planner, memoised (0.0: nothing fits)."""
 
-    def __init__(self, nk: NodeKinds, planner: Callable[..., Any], fits: Callable[[list[int]], bool],
+    def __init__(self, nk: NodeKinds, planner: Any, fits: Callable[[list[int]], bool],
                  node_of: Callable[[int], str]) -> None:
         self.nk, self.planner, self.fits, self.node_of = nk, planner, fits, node_of
         self.memo: dict[Vector, tuple[float, Any]] = {}
