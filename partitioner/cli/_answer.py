@@ -99,6 +99,8 @@ def answer_lines(ans: Any, result: Any) -> list[str]:
     elif paper is not None and not _same(paper, result):
         p_tps, p_tpot, p_gpus = _totals(paper)
         ratio = f", ×{tps / p_tps:.3g} here" if p_tps > 0 else ""
+        if ans.tpot_limit_s is not None and p_tpot is not None and p_tpot > ans.tpot_limit_s:
+            ratio += " (over the --tpot-ms limit)"
         lines.append(f"paper's least-τ_max plan (--objective balanced): {paper.S} stage(s) on {p_gpus} GPUs, "
                      f"{p_tps:,.4g} tokens/s, TPOT {fmt_time(p_tpot) if p_tpot else '—'} at the workload's "
                      f"batch and in-flight count{ratio}")
@@ -106,10 +108,10 @@ def answer_lines(ans: Any, result: Any) -> list[str]:
     if f is not None and f.losses:
         w = f.worst
         cost = f"−{1 - w.tokens_per_s / f.tokens_per_s:.1%}" if f.tokens_per_s > 0 else "—"
-        lines.append(f"one machine lost: worst case {w.tokens_per_s:,.4g} tokens/s ({cost}) without a {w.kind} "
+        lines.append(f"one machine lost: worst case {w.tokens_per_s:,.4g} tokens/s ({cost}) without one {w.kind} "
                      f"machine ({_names(w.machines)})")
         for loss in f.losses:
-            lines.append(f"  without a {loss.kind} machine ({_names(loss.machines)}): {loss.tokens_per_s:,.4g} tokens/s")
+            lines.append(f"  without one {loss.kind} machine ({_names(loss.machines)}): {loss.tokens_per_s:,.4g} tokens/s")
     for plan in (result.replicas[:1] if hasattr(result, "replicas") else (result,)):
         cmd = bench_command(plan, "vllm")
         if cmd:

@@ -56,6 +56,9 @@ __all__ = ["plan"]
 @click.option("--tp", type=click.Choice(TP_MODES), default=None,
               help="Tensor-parallel groups inside nodes: per stage, one degree, or whole machines "
                    "(default: auto if cluster.yaml has tp:, else off).")
+@click.option("--max-stages", "max_stages", type=click.IntRange(min=1), default=None,
+              help="At most N stages (one GPU each) in the pipeline: --objective balanced|throughput|makespan; "
+                   "solved by CP-SAT or brute (the DP takes no cap).")
 @click.option("--max-machines-per-pipeline", "max_machines", type=click.IntRange(min=1), default=None,
               help="Default serving answer: no pipeline spans more than N machines (nodes).")
 def plan(
@@ -78,6 +81,7 @@ def plan(
     replicas: str = "1",
     tp: str | None = None,
     max_machines: int | None = None,
+    max_stages: int | None = None,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
     import time
@@ -92,6 +96,11 @@ def plan(
     from partitioner.planning.objective import default_objective
 
     choice = default_objective(model, objective)
+    if max_stages is not None and (choice.objective == "serve" or wants_deployment(replicas, tp, cluster)):
+        from partitioner.errors import InputError
+
+        raise InputError(f"--max-stages applies to one pipeline of --objective balanced, throughput or makespan "
+                         f"(this run: {choice.objective}{', replicas/TP groups' if choice.objective != 'serve' else ''})")
     if choice.default and choice.objective == "serve" and str(replicas).strip() == "1":
         from partitioner.cli._answer import run_answer
 
@@ -138,6 +147,10 @@ def plan(
     else:
         problem = build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
                                 time_limit_s=time_limit, engine=engine)
+        if max_stages is not None:
+            import dataclasses
+
+            problem = dataclasses.replace(problem, max_stages=max_stages)
         _engine_notes(problem, solver, engine)
         progress = None if as_json else _progress_printer()
         result = solve_problem(problem, solver, progress, engine=engine, cluster=cluster)

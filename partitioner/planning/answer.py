@@ -31,6 +31,7 @@ class Answer:
     choice: Choice
     paper: Any = None  # the least-τ_max plan (`balanced`) when the answer is the serve one, else None
     failure: Failure | None = None
+    tpot_limit_s: float | None = None  # --tpot-ms in seconds (the paper's plan may exceed it)
 
 
 def machines(cluster: Any) -> int:
@@ -60,7 +61,7 @@ def default_answer(model: Any, cluster: Any, *, objective: str | None = None, M:
         paper = solve_problem(problem, solver, engine=engine, cluster=cluster)
     except PartitionerError as exc:  # the comparison line only; the answer stands without it
         paper = str(exc)
-    return Answer(result, choice, paper, fail)
+    return Answer(result, choice, paper, fail, None if tpot_ms is None else tpot_ms / 1e3)
 
 
 def serve_answer(model: Any, cluster: Any, *, regime: str = "async", solver: str = "auto", order: str | None = None,
