@@ -8,6 +8,7 @@ import click
 
 from partitioner.cli._parse import PresetName
 from partitioner.registry import (
+    BASELINES,
     EXACT_CHOICES,
     EXPORT_TARGETS,
     LAUNCH_TARGETS,
@@ -96,6 +97,11 @@ def plan(
     from partitioner.planning.objective import default_objective
 
     choice = default_objective(model, objective)
+    if choice.default and choice.objective == "serve" and solver in BASELINES:
+        from partitioner.planning.objective import Choice
+
+        choice = Choice("balanced", f"--solver {solver} replays an engine's split at the workload's batch and "
+                                    "in-flight count", True)
     if max_stages is not None and (choice.objective == "serve" or wants_deployment(replicas, tp, cluster)):
         from partitioner.errors import InputError
 
