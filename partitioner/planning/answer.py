@@ -14,6 +14,7 @@ and in-flight count (partitioner.planning.serving), with what one machine's loss
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,12 +82,12 @@ def serve_answer(model: Any, cluster: Any, *, regime: str = "async", solver: str
         return serve_plan(model, cluster, regime=regime, solver=solver, order=order, time_limit_s=time_limit_s,
                           tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine), None
     return _several(model, cluster, regime=regime, solver=solver, order=order, tpot_ms=tpot_ms, ttft_ms=ttft_ms,
-                    max_batch=max_batch, engine=engine, tp=tp, max_machines=max_machines)
+                    max_batch=max_batch, engine=engine, tp=tp, max_machines=max_machines, time_limit_s=time_limit_s)
 
 
 def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str | None, tpot_ms: float | None,
              ttft_ms: float | None, max_batch: int | None, engine: str | None, tp: str | None,
-             max_machines: int | None) -> tuple[Any, Failure]:
+             max_machines: int | None, time_limit_s: float | None = None) -> tuple[Any, Failure]:
     """Several machines: the best layout of partitioner.planning.serving, its replicas placed."""
     from partitioner.costs import build_tables
     from partitioner.costs.tables import select_engine
@@ -101,7 +102,8 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
         tp = "uniform"
     order_ = order or str(getattr(cluster, "order", "free"))
     planner, _ = serve_inputs(model, cluster, tp=tp, engine=engine, regime=regime, order=order_, solver=solver,
-                              tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, deadline=None,
+                              tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
+                              deadline=None if time_limit_s is None else time.monotonic() + time_limit_s,
                               launch=_launch(engine, solver, order_, cluster))
     base = build_tables(model.with_batch(1, 1), cluster, engine=engine)
     need = float((base.memory_gb if base.weight_gb is None else base.weight_gb).sum())
