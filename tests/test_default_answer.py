@@ -96,3 +96,15 @@ def test_cli_says_which_objective_ran_first_and_json_has_the_blocks(tmp_path: Pa
 def test_option_errors(args: list[str], match: str) -> None:
     got = CliRunner().invoke(main, ["plan", "examples/models/llama-3.1-8b.yaml", "examples/clusters/seed.yaml", *args])
     assert got.exit_code != 0 and match in got.output and "Traceback" not in got.output
+
+
+def test_python_api_default_follows_the_workload(tmp_path: Path) -> None:
+    import partitioner
+
+    cluster = tmp_path / "pair.yaml"
+    cluster.write_text(PAIR)
+    got = partitioner.plan("examples/models/llama-3.1-8b.yaml", cluster)
+    cli = json.loads(CliRunner().invoke(main, ["plan", "examples/models/llama-3.1-8b.yaml", str(cluster), "--json"]).output)
+    assert got.to_dict()["serving"]["tokens_per_s"] == pytest.approx(cli["serving"]["tokens_per_s"])
+    pre = partitioner.plan("examples/models/custom-arch.yaml", cluster)
+    assert pre.objective == "balanced"
