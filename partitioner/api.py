@@ -89,7 +89,7 @@ def plan(
     *,
     M: int = 8,
     regime: str = "async",
-    objective: str = "balanced",
+    objective: str | None = None,
     solver: str = "auto",
     order: str | None = None,
     time_limit_s: float | None = None,
@@ -109,10 +109,27 @@ def plan(
     cluster.yaml has `tp:`, else "off") plan TP groups and several pipelines
     (partitioner.deploy.plan); with replicas != 1 the result is a `Deployment`. With
     `objective="serve"` every replica chooses its own batch and in-flight count under the limits.
+    `objective=None` follows the workload (partitioner.planning.objective): a decode workload
+    gets the serving answer of `partition plan` with no --objective
+    (partitioner.planning.answer: one pipeline or per-kind replicas, Plan or Deployment), other
+    workloads `balanced`.
     Raises `ConfigError` for bad files, `InfeasibleError` when nothing fits, and
     `InputError` for bad arguments; all are `PartitionerError`s.
     """
     model, cluster = load_inputs(model, cluster)
+    if objective is None:
+        from partitioner.planning.objective import default_objective
+
+        objective = default_objective(model).objective
+        if objective == "serve" and str(replicas).strip() == "1":
+            from partitioner.planning.answer import serve_answer
+
+            found, _ = serve_answer(model, cluster, regime=regime, solver=solver, order=order,
+                                    time_limit_s=time_limit_s, tpot_ms=tpot_ms, ttft_ms=ttft_ms,
+                                    max_batch=max_batch, engine=engine, tp=tp)
+            return _with_meta_any(found, model, cluster)
+        if objective == "serve":
+            objective = "balanced"  # --replicas: each replica at the workload's (B, K), as the CLI
     if wants_deployment(replicas, tp, cluster):
         from partitioner.deploy.plan import plan_deployment
 
@@ -234,6 +251,15 @@ def load_inputs(model: Any, cluster: Any) -> tuple[Any, Any]:
     if isinstance(cluster, (str, Path)):
         cluster = load_cluster(cluster)
     return model, cluster
+
+
+def _with_meta_any(result: Any, model: Any, cluster: Any) -> Any:
+    """A Plan, or every replica of a Deployment, carrying the plan JSON's input fields."""
+    import dataclasses
+
+    if hasattr(result, "replicas"):
+        return dataclasses.replace(result, replicas=tuple(with_metadata(p, model, cluster) for p in result.replicas))
+    return with_metadata(result, model, cluster)
 
 
 def with_metadata(result: Plan, model: Any, cluster: Any) -> Plan:

@@ -28,6 +28,7 @@ from partitioner.registry import OBJECTIVES, ORDERS, REGIMES
 
 __all__ = [
     "CostTables",
+    "capped_note",
     "Problem",
     "Solution",
     "Metrics",
@@ -153,10 +154,14 @@ class Problem:
     objective: Objective = "balanced"
     order: Order = "free"
     time_limit_s: float | None = None
+    max_stages: int | None = None  # at most this many stages (one device each); None: no cap
 
     def __post_init__(self) -> None:
         if isinstance(self.M, bool) or not isinstance(self.M, (int, np.integer)) or self.M < 1:
             raise InputError(f"M must be an integer >= 1 (got {self.M!r})")
+        ms = self.max_stages
+        if ms is not None and (isinstance(ms, bool) or not isinstance(ms, (int, np.integer)) or ms < 1):
+            raise InputError(f"max_stages must be an integer >= 1 (got {ms!r})")
         from partitioner.limits import exceeded, limit
 
         if limit("MAX_MICROBATCHES") < self.M:  # beyond it T(M) overflows the solvers' integer ticks
@@ -222,6 +227,7 @@ class Metrics:
     memory_gb: np.ndarray
     capacity_gb: np.ndarray
     M: int
+    max_stages: int | None = None  # the problem's stage cap: more stages do not fit
 
     @property
     def tau_max(self) -> float:
@@ -233,6 +239,8 @@ class Metrics:
 
     @property
     def fits(self) -> bool:
+        if self.max_stages is not None and len(self.tau) > self.max_stages:
+            return False
         return bool(np.all(self.memory_gb <= self.capacity_gb * (1 + RTOL) + 1e-12))
 
     @property
@@ -285,7 +293,8 @@ def evaluate(problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) 
     sigma[:-1] += d
     mem = np.array([stage_memory(t, cuts[s], cuts[s + 1]) for s in range(S)])
     cap = np.array([float(t.capacity_gb[g]) for g in devices])
-    return Metrics(tau=tau, d=d.reshape(S - 1), sigma=sigma, memory_gb=mem, capacity_gb=cap, M=int(problem.M))
+    return Metrics(tau=tau, d=d.reshape(S - 1), sigma=sigma, memory_gb=mem, capacity_gb=cap, M=int(problem.M),
+                   max_stages=problem.max_stages)
 
 
 def objective_key(problem: Problem, m: Metrics) -> tuple[float, ...]:
@@ -312,6 +321,11 @@ def lex_compare(a: tuple[float, ...], b: tuple[float, ...], rtol: float = RTOL) 
             continue
         return -1 if x < y else 1
     return 0
+
+
+def capped_note(problem: Problem) -> str:
+    """"" or the stage cap an infeasible problem was solved under (said after `explain_infeasible`)."""
+    return "" if problem.max_stages is None else f"; with at most {problem.max_stages} stage(s)"
 
 
 def explain_infeasible(tables: CostTables) -> str:

@@ -99,7 +99,7 @@ def test_written_cluster_makes_costs_use_the_fitted_factors(files):
         want = roofline.roofline_time(roofline.layer_flops(s, w), roofline.layer_bytes(s, w), hw)
         assert after["layers"][1]["cost_s"][dev] == pytest.approx(want, rel=1e-5)
         assert after["layers"][1]["cost_s"][dev] != pytest.approx(before["layers"][1]["cost_s"][dev], rel=1e-3)
-    plan = CliRunner().invoke(main, ["plan", files["model"], str(out), "--json"])
+    plan = CliRunner().invoke(main, ["plan", files["model"], str(out), "--objective", "balanced", "--json"])
     assert plan.exit_code == 0, plan.output
     for st in json.loads(plan.output)["stages"]:  # the planner's stage times are the fitted costs
         want = sum(layer["cost_s"][st["device"]] for layer in after["layers"][st["start"]:st["end"]])
@@ -118,7 +118,7 @@ def test_written_profile_plans_with_the_measured_seconds(files):
     assert out.read_text().startswith(f"# {CALIBRATE_MARKER}")
     # gpu-b's inline `{base: t4, ...}` keeps its GPU id t4, so the profile's t4 key reaches it
     assert "no cost for the cluster device" not in result.output
-    plan = CliRunner().invoke(main, ["plan", str(out), files["cluster"], "--json"])
+    plan = CliRunner().invoke(main, ["plan", str(out), files["cluster"], "--objective", "balanced", "--json"])
     assert plan.exit_code == 0, plan.output
     # per-layer seconds straight from tests/data/timings-small.csv: ranges split evenly
     cost = {"gpu-a": [2e-5] + [0.0008 / 4] * 4 + [0.00082 / 4] * 4 + [0.00079 / 4] * 4 + [0.00081 / 4] * 4 + [0.0006],

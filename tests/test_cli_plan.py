@@ -21,7 +21,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def test_seed_plan_table() -> None:
-    code, out, err = run("plan", MODEL, SEED)
+    code, out, err = run("plan", MODEL, SEED, "--objective", "balanced")
     assert code == 0, err
     for text in ("laptop-5090", "τ_max", "T_async", "T_block", "GPipe estimate", "gain over even (vLLM)",
                  "solver dp: proven optimal"):
@@ -29,26 +29,26 @@ def test_seed_plan_table() -> None:
 
 
 def test_json_is_byte_identical_and_beats_every_feasible_baseline() -> None:
-    code, first, _ = run("plan", MODEL, SEED, "--json")
-    _, second, _ = run("plan", MODEL, SEED, "--json")
+    code, first, _ = run("plan", MODEL, SEED, "--objective", "balanced", "--json")
+    _, second, _ = run("plan", MODEL, SEED, "--objective", "balanced", "--json")
     assert code == 0 and first == second
     plan = json.loads(first)
     assert plan["optimal"] is True and plan["solver"] == "dp"
     assert plan["lower_bound"] == pytest.approx(plan["tau_max"])
     assert [s["start"] for s in plan["stages"]][0] == 0 and plan["stages"][-1]["end"] == plan["num_layers"]
     for baseline in ("even", "memory", "params", "speed"):
-        _, text, _ = run("plan", MODEL, SEED, "--json", "--solver", baseline)
+        _, text, _ = run("plan", MODEL, SEED, "--objective", "balanced", "--json", "--solver", baseline)
         other = json.loads(text)
         assert other["optimal"] is False
         if other["feasible"]:
             assert plan["tau_max"] <= other["tau_max"] * (1 + 1e-9)
-    even = json.loads(run("plan", MODEL, SEED, "--json", "--solver", "even")[1])
+    even = json.loads(run("plan", MODEL, SEED, "--objective", "balanced", "--json", "--solver", "even")[1])
     assert not even["feasible"] and "gtx-1070" in even["reason"]  # vLLM's even split overflows the 1070
 
 
 def test_fixed_order_never_beats_free_order() -> None:
-    free = json.loads(run("plan", MODEL, SEED, "--json")[1])
-    fixed = json.loads(run("plan", MODEL, SEED, "--json", "--order", "fixed")[1])
+    free = json.loads(run("plan", MODEL, SEED, "--objective", "balanced", "--json")[1])
+    fixed = json.loads(run("plan", MODEL, SEED, "--objective", "balanced", "--json", "--order", "fixed")[1])
     assert free["tau_max"] <= fixed["tau_max"] * (1 + 1e-9)
     names = [s["device"] for s in fixed["stages"]]
     listed = ["laptop-5090", "node02-3090", "node03-3090", "node03-1070"]
@@ -64,19 +64,19 @@ def test_blocking_makespan_objective() -> None:
 
 def test_out_writes_plan_and_refuses_to_clobber(tmp_path: Path) -> None:
     target = tmp_path / "plan.json"
-    code, _, _ = run("plan", MODEL, SEED, "--out", str(target))
+    code, _, _ = run("plan", MODEL, SEED, "--objective", "balanced", "--out", str(target))
     assert code == 0 and json.loads(target.read_text())["format"] == "partitioner.plan/1"
-    assert run("plan", MODEL, SEED, "--out", str(target))[0] == 0  # its own file may be refreshed
+    assert run("plan", MODEL, SEED, "--objective", "balanced", "--out", str(target))[0] == 0  # its own file may be refreshed
     mine = tmp_path / "notes.json"
     mine.write_text("my notes")
-    code, _, err = run("plan", MODEL, SEED, "--out", str(mine))
+    code, _, err = run("plan", MODEL, SEED, "--objective", "balanced", "--out", str(mine))
     assert code == 2 and "not written by partitioner" in err and mine.read_text() == "my notes"
-    code, _, err = run("plan", MODEL, SEED, "--out", MODEL)
+    code, _, err = run("plan", MODEL, SEED, "--objective", "balanced", "--out", MODEL)
     assert code == 2 and "refusing to overwrite an input file" in err
 
 
 def test_export_option_prints_engine_config() -> None:
-    code, out, _ = run("plan", MODEL, SEED, "--export", "vllm")
+    code, out, _ = run("plan", MODEL, SEED, "--objective", "balanced", "--export", "vllm")
     assert code == 0
     [line] = [x for x in out.splitlines() if x.startswith("VLLM_PP_LAYER_PARTITION=")]
     counts = [int(c) for c in line.split()[0].split("=")[1].split(",")]
@@ -87,7 +87,7 @@ def test_export_option_prints_engine_config() -> None:
 def test_model_that_cannot_fit_exits_3(tmp_path: Path) -> None:
     cluster = tmp_path / "small.yaml"
     cluster.write_text("devices:\n  - {name: old, gpu: gtx-1070}\n  - {name: older, gpu: gtx-1070}\n")
-    code, out, err = run("plan", MODEL, str(cluster))
+    code, out, err = run("plan", MODEL, str(cluster), "--objective", "balanced")
     assert code == 3 and out == ""
     assert len(err.strip().splitlines()) == 1 and "GB" in err and "Traceback" not in err
 
@@ -110,11 +110,11 @@ def test_bad_input_exits_2_with_one_line(args: tuple[str, ...], needle: str) -> 
 def test_python_api_matches_cli() -> None:
     import partitioner
 
-    plan = partitioner.plan(MODEL, SEED)
-    assert plan.to_json() == run("plan", MODEL, SEED, "--json")[1]
+    plan = partitioner.plan(MODEL, SEED, objective="balanced")
+    assert plan.to_json() == run("plan", MODEL, SEED, "--objective", "balanced", "--json")[1]
     assert plan.analysis(M=8).T_async == pytest.approx(plan.T_async)
     model, cluster = partitioner.load_model(MODEL), partitioner.load_cluster(SEED)
-    assert partitioner.plan(model, cluster, solver="cpsat", time_limit_s=5).tau_max == pytest.approx(
+    assert partitioner.plan(model, cluster, objective="balanced", solver="cpsat", time_limit_s=5).tau_max == pytest.approx(
         plan.tau_max, rel=1e-6
     )
 

@@ -90,8 +90,8 @@ def test_one_and_two_rtx3090s_in_a_llamacpp_layer_split():
     pipeline), so two cards are slower by exactly the hop d = alpha + hop + b/beta, ~1 %."""
     model = ModelSpec(preset="llama-3.1-8b", workload={"weights": "fp16", "kv_cache": "fp16", "batch": 1,
                                                         "context": 1024, "prompt_tokens": 512, "engine": "llamacpp"})
-    one = partitioner.plan(model, _cluster("rtx-3090"), M=1)
-    two = partitioner.plan(model, _cluster("rtx-3090", "rtx-3090"), M=1)
+    one = partitioner.plan(model, _cluster("rtx-3090"), M=1, objective="balanced")
+    two = partitioner.plan(model, _cluster("rtx-3090", "rtx-3090"), M=1, objective="balanced")
     assert len(one.stages) == 1 and len(two.stages) == 2
     t1 = build_tables(model, _cluster("rtx-3090"))
     assert one.T_async == pytest.approx(t1.cost[0].sum(), rel=1e-12)

@@ -123,7 +123,7 @@ def test_plan_engine_flag_end_to_end(tmp_path) -> None:  # type: ignore[no-untyp
 
     out = tmp_path / "plan.json"
     r = CliRunner().invoke(main, ["plan", "examples/models/qwen2.5-14b.yaml", "examples/clusters/seed.yaml", "--engine", "vllm",
-                                  "--json", "--out", str(out)])
+                                  "--objective", "balanced", "--json", "--out", str(out)])
     assert r.exit_code == 0, r.stderr
     doc = json.loads(out.read_text())
     assert "gtx-1070" not in [s["gpu"] for s in doc["stages"]] and "leaves out 'node03-1070'" in r.stderr

@@ -173,7 +173,7 @@ def test_micro_batch_cap_names_the_limit() -> None:
 
     repo = Path(__file__).resolve().parents[1]
     res = CliRunner().invoke(main, ["plan", str(repo / "examples/models/qwen2.5-14b.yaml"),
-                                    str(repo / "examples/clusters/seed.yaml"), "--M", "1000001"])
+                                    str(repo / "examples/clusters/seed.yaml"), "--objective", "balanced", "--M", "1000001"])
     assert res.exit_code == 2
     assert res.stderr == ("error: M = 1000001: the number of micro-batches exceeds the limit MAX_MICROBATCHES = "
                           "1000000 (raise it with the environment variable PARTITIONER_MAX_MICROBATCHES)\n")

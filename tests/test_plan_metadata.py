@@ -37,7 +37,7 @@ def write(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_metadata_fields(tmp_path: Path) -> None:
     m, c = write(tmp_path)
-    doc = partitioner.plan(m, c).to_dict()
+    doc = partitioner.plan(m, c, objective="balanced").to_dict()
     assert doc["model_id"] == "org/tiny-model" and doc["num_decoder_layers"] == 6  # layers: profile counts
     assert doc["workload"] is None  # a measured profile has no workload
     assert doc["hosts"] == [
@@ -45,26 +45,26 @@ def test_metadata_fields(tmp_path: Path) -> None:
         {"node": "B", "address": None, "address_assumed": True, "devices": ["b0"]},
     ]
     assert doc["units"]["tau"] == "s" and doc["tool_version"] and doc["input_hash"].startswith("sha256:")
-    assert partitioner.plan(m, c).to_dict()["input_hash"] == doc["input_hash"]  # deterministic
+    assert partitioner.plan(m, c, objective="balanced").to_dict()["input_hash"] == doc["input_hash"]  # deterministic
     (tmp_path / "c.yaml").write_text(CLUSTER.replace("10.0.0.1", "10.0.0.2"))
-    assert partitioner.plan(m, c).to_dict()["input_hash"] != doc["input_hash"]
+    assert partitioner.plan(m, c, objective="balanced").to_dict()["input_hash"] != doc["input_hash"]
 
 
 def test_preset_hf_id_and_workload() -> None:
-    doc = partitioner.plan("examples/models/qwen2.5-14b.yaml", "examples/clusters/seed.yaml").to_dict()
+    doc = partitioner.plan("examples/models/qwen2.5-14b.yaml", "examples/clusters/seed.yaml", objective="balanced").to_dict()
     assert doc["model_id"] == "Qwen/Qwen2.5-14B" and doc["workload"]["context"] > 0
 
 
 def test_schema_validates_a_real_plan_and_is_printed(tmp_path: Path) -> None:
     m, c = write(tmp_path)
-    jsonschema.validate(json.loads(partitioner.plan(m, c).to_json()), plan_json_schema())
+    jsonschema.validate(json.loads(partitioner.plan(m, c, objective="balanced").to_json()), plan_json_schema())
     r = CliRunner().invoke(main, ["schema", "plan"])
     assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "partitioner plan.json"
 
 
 def test_unknown_format_version_is_refused(tmp_path: Path) -> None:
     m, c = write(tmp_path)
-    doc = partitioner.plan(m, c).to_dict()
+    doc = partitioner.plan(m, c, objective="balanced").to_dict()
     doc["format"] = "partitioner.plan/2"
     with pytest.raises(ConfigError, match=r"format: unsupported plan format version 'partitioner.plan/2'"):
         parse_plan(doc, file="plan.json")

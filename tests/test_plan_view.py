@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from partitioner.cli import main
 
 EX = Path(__file__).resolve().parents[1] / "examples"
-ARGS = [str(EX / "models" / "llama-3.1-8b.yaml"), str(EX / "clusters" / "seed.yaml")]
+ARGS = [str(EX / "models" / "llama-3.1-8b.yaml"), str(EX / "clusters" / "seed.yaml"), "--objective", "balanced"]
 
 
 def test_decoder_numbers_match_the_engines_and_embed_and_head_are_named():

@@ -58,7 +58,7 @@ def test_kv_bytes_per_token_defaults_to_zero_and_keeps_old_profiles(tmp_path):
     m, c = _write(tmp_path, "layers:\n  - {name: x, repeat: 2, cost: {l4: 0.01, a100-40gb: 0.005}, memory_gb: 3}\n")
     t = build_tables(load_model(m), load_cluster(c))
     assert np.all(t.memory_gb == 3.0) and np.all(t.kv_bytes_per_token == 0)
-    code = CliRunner().invoke(main, ["plan", str(m), str(c), "--json"]).exit_code
+    code = CliRunner().invoke(main, ["plan", str(m), str(c), "--objective", "balanced", "--json"]).exit_code
     assert code == 0
 
 
@@ -75,7 +75,7 @@ def test_bad_batch_tables_are_one_located_line(tmp_path, text, where):
     import re
 
     m, c = _write(tmp_path, text, CLUSTER if "a100" in text else "devices:\n  - {name: b, gpu: l4}\n")
-    r = CliRunner().invoke(main, ["plan", str(m), str(c)])
+    r = CliRunner().invoke(main, ["plan", str(m), str(c), "--objective", "balanced"])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and re.search(where, r.stderr), r.stderr
 
 

@@ -242,7 +242,7 @@ def test_serve_objective_cli_json_and_table():
     (("--objective", "serve", "--tpot-ms", "0"), r"--tpot-ms must be a number of milliseconds > 0 \(got 0\)"),
     (("--objective", "serve", "--tpot-ms", "-3"), r"--tpot-ms must be a number of milliseconds > 0 \(got -3\)"),
     (("--objective", "serve", "--ttft-ms", "nan"), r"--ttft-ms must be a number of milliseconds > 0 \(got nan\)"),
-    (("--tpot-ms", "50"), r"--tpot-ms needs --objective serve \(got --objective balanced\)"),
+    (("--objective", "balanced", "--tpot-ms", "50"), r"--tpot-ms needs --objective serve \(got --objective balanced\)"),
     (("--objective", "serve", "--tpot-ms", "0.001"), r"no \(batch, in_flight\) meets the TPOT limit 0.001 ms"),
 ])
 def test_serve_errors_are_one_line(args, match):

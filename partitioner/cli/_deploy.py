@@ -122,6 +122,8 @@ def render_deployment(d: Any) -> None:
         console.print(f"note: {note}")
     if d.optimal:
         console.print(f"proven optimal over node kinds ({d.subproblems} replica solves)")
+    elif d.solver == "separate pipelines":  # partitioner.planning: no bound over layouts
+        console.print(f"not proven over replica layouts ({d.subproblems} replica solves)")
     else:
         console.print(f"not proven: upper bound {d.upper_bound_tokens_per_s:.4g} tokens/s, gap {d.gap:.1%} "
                       f"({d.subproblems} replica solves{', ' + d.stopped if d.stopped else ''})")

@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, str] = {
     "profile": "Fit cost-model efficiencies to per-layer timings, or write a layers: profile.",
     "measure": "Time each layer of a PyTorch model on this machine and write a timings CSV.",
     "engine-log": "Non-KV memory from a vLLM / SGLang start-up log, written into a cluster.yaml.",
+    "bench": "Measured vs predicted tokens/s, TPOT, TTFT from a vLLM/llama.cpp benchmark; correct cluster.yaml.",
 }
 
 

@@ -8,6 +8,7 @@ import click
 
 from partitioner.cli._parse import PresetName
 from partitioner.registry import (
+    BASELINES,
     EXACT_CHOICES,
     EXPORT_TARGETS,
     LAUNCH_TARGETS,
@@ -28,8 +29,10 @@ __all__ = ["plan"]
 @click.option("--M", "M", type=click.IntRange(min=1), default=8, show_default=True, help="Micro-batches in flight.")
 @click.option("--regime", type=click.Choice(REGIMES), default="async", show_default=True)
 @click.option(
-    "--objective", type=click.Choice(list(OBJECTIVES)), default="balanced", show_default=True,
-    help="serve: also choose the batch and micro-batches in flight for the most decode tokens/s.",
+    "--objective", type=click.Choice(list(OBJECTIVES)), default=None,
+    help="serve: also choose the batch and micro-batches in flight for the most decode tokens/s "
+         "(default: serve for a decode workload, over replicas when there are several machines; "
+         "balanced for prefill and per-micro-batch profiles).",
 )
 @click.option("--solver", type=click.Choice(SOLVER_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(ORDERS), default=None, help="Override the cluster file's order.")
@@ -56,13 +59,18 @@ __all__ = ["plan"]
                    "(default: auto if cluster.yaml has tp:, else off).")
 @click.option("--what-if", "what_if", multiple=True, metavar="add:GPU[,GPU...]|remove:DEVICE[,...]",
               help="Instead of the plan: tokens/s and $/h per extra token/s of each single change (repeatable).")
+@click.option("--max-stages", "max_stages", type=click.IntRange(min=1), default=None,
+              help="At most N stages (one GPU each) in the pipeline: --objective balanced|throughput|makespan; "
+                   "solved by CP-SAT or brute (the DP takes no cap).")
+@click.option("--max-machines-per-pipeline", "max_machines", type=click.IntRange(min=1), default=None,
+              help="Default serving answer: no pipeline spans more than N machines (nodes).")
 def plan(
     *,
     model_file: str,
     cluster_file: str,
     M: int,
     regime: str,
-    objective: str,
+    objective: str | None,
     solver: str,
     order: str | None,
     time_limit: float | None,
@@ -76,6 +84,8 @@ def plan(
     replicas: str = "1",
     tp: str | None = None,
     what_if: tuple[str, ...] = (),
+    max_machines: int | None = None,
+    max_stages: int | None = None,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
     import time
@@ -92,6 +102,40 @@ def plan(
         return run_what_if(model, cluster, what_if, as_json=as_json, engine=engine, tp=tp, tpot_ms=tpot_ms,
                            ttft_ms=ttft_ms, max_batch=max_batch, time_limit=time_limit)
     engine = engine or (export if export in LAUNCH_TARGETS else None)  # an engine target also sets --engine
+    from partitioner.planning.objective import default_objective
+
+    choice = default_objective(model, objective)
+    if choice.default and choice.objective == "serve" and solver in BASELINES:
+        from partitioner.planning.objective import Choice
+
+        choice = Choice("balanced", f"--solver {solver} replays an engine's split at the workload's batch and "
+                                    "in-flight count", True)
+    if max_stages is not None and (choice.objective == "serve" or wants_deployment(replicas, tp, cluster)):
+        from partitioner.errors import InputError
+
+        raise InputError(f"--max-stages applies to one pipeline of --objective balanced, throughput or makespan "
+                         f"(this run: {choice.objective}{', replicas/TP groups' if choice.objective != 'serve' else ''})")
+    if choice.default and choice.objective == "serve" and str(replicas).strip() == "1":
+        from partitioner.cli._answer import run_answer
+
+        _check_serve_options("serve", tpot_ms, ttft_ms, max_batch)
+        return run_answer(model, cluster, choice, inputs=(model_file, cluster_file), M=M, regime=regime,
+                          solver=solver, order=order, time_limit=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms,
+                          max_batch=max_batch, as_json=as_json, out=out, export=export, engine=engine, tp=tp,
+                          max_machines=max_machines)
+    if max_machines is not None:
+        from partitioner.errors import InputError
+
+        raise InputError("--max-machines-per-pipeline applies to the default serving answer "
+                         "(a decode workload without --objective and --replicas)")
+    if choice.default and choice.objective == "serve":  # --replicas N/auto: replicas at the workload's (B, K)
+        from partitioner.planning.objective import Choice
+
+        choice = Choice("balanced", "--replicas: each replica's split at the workload's batch and in-flight count "
+                                    "(--objective serve also chooses them per replica)", True)
+    objective = choice.objective
+    if choice.default and not as_json and export is None:
+        click.echo(choice.line())
     if wants_deployment(replicas, tp, cluster):
         tp = _engine_tp(tp, engine, cluster)
     if wants_deployment(replicas, tp, cluster):  # (one pipeline with --tp off: the engine-order path below)
@@ -117,6 +161,10 @@ def plan(
     else:
         problem = build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
                                 time_limit_s=time_limit, engine=engine)
+        if max_stages is not None:
+            import dataclasses
+
+            problem = dataclasses.replace(problem, max_stages=max_stages)
         _engine_notes(problem, solver, engine)
         progress = None if as_json else _progress_printer()
         result = solve_problem(problem, solver, progress, engine=engine, cluster=cluster)

@@ -46,6 +46,13 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
     from partitioner.solvers.budget import DEFAULT_TIME_LIMIT_S, Budget, TimeUp
 
     dp = importlib.import_module(SOLVERS["dp"])
+    if dp.capped(problem):  # a stage cap: the DP over device subsets, else CP-SAT with the cap as a
+        from partitioner.solvers import capped  # constraint (a DP seed over the cap is not used)
+
+        found = capped.solve(problem)
+        if found is not None:
+            return found
+        return importlib.import_module(SOLVERS["cpsat"]).solve(problem, progress=progress, **kwargs)
     if dp.applies(problem):  # ortools is not even imported then (0.5 s)
         return dp.solve(problem, Budget(problem.time_limit_s, progress))
     limit = DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s

@@ -17,6 +17,7 @@ from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import (
     Problem,
     Solution,
+    capped_note,
     evaluate,
     explain_infeasible,
     lex_compare,
@@ -65,7 +66,7 @@ def solve(problem: Problem) -> Solution:
                 if best is None or lex_compare(key, best[0]) < 0:
                     best = (key, devices, cuts)
     if best is None:
-        raise InfeasibleError(explain_infeasible(problem.tables))
+        raise InfeasibleError(explain_infeasible(problem.tables) + capped_note(problem))
     key, devices, cuts = best
     return Solution(
         devices=devices,

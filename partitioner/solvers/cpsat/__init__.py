@@ -29,6 +29,7 @@ from partitioner.errors import InfeasibleError, PartitionerError, SolverError
 from partitioner.problem import (
     Problem,
     Solution,
+    capped_note,
     check_structure,
     evaluate,
     explain_infeasible,
@@ -223,7 +224,7 @@ def _outcome(
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _extract(solver, v), round(solver.objective_value)
     if status == cp_model.INFEASIBLE and k == 0 and plan is None:
-        raise InfeasibleError(explain_infeasible(problem.tables))
+        raise InfeasibleError(explain_infeasible(problem.tables) + capped_note(problem))
     if status == cp_model.MODEL_INVALID:
         raise SolverError(f"cpsat: CP-SAT rejected the model (MODEL_INVALID): {model.validate()}")
     if status == cp_model.UNKNOWN and plan is not None:

@@ -90,6 +90,8 @@ def _constraints(model: cp_model.CpModel, problem: Problem, ticks: Ticks, v: Var
     _memory(model, problem, v)
     if problem.order == "free":
         _symmetry(model, problem, v)
+    if problem.max_stages is not None:  # every stage starts exactly once: the starts count the stages
+        model.add(sum(v.start[ly][g] for ly in range(problem.L) for g in range(problem.G)) <= problem.max_stages)
     for g in range(problem.G):
         model.add(_tau(ticks, v, g) <= v.tau_max)
         model.add(_tau(ticks, v, g) + _delay(ticks, v, g) <= v.sigma_max)

@@ -59,8 +59,15 @@ def work(problem: Problem) -> dict[str, int]:
 
 
 def applies(problem: Problem) -> bool:
-    """`_lattice_applies`, or link-distinct free order within `distinct.applies` (Held-Karp over subsets)."""
-    return _lattice_applies(problem) or distinct.applies(problem)
+    """`_lattice_applies`, or link-distinct free order within `distinct.applies` (Held-Karp over
+    subsets); never under a stage cap that binds (`capped`: auto then runs CP-SAT)."""
+    return not capped(problem) and (_lattice_applies(problem) or distinct.applies(problem))
+
+
+def capped(problem: Problem) -> bool:
+    """A stage cap below min(G, L), the most stages any plan can have."""
+    cap = problem.max_stages
+    return cap is not None and cap < min(problem.G, problem.L)
 
 
 def _lattice_applies(problem: Problem) -> bool:
@@ -96,6 +103,9 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
     limit (`problem.time_limit_s`, or the caller's `budget`) or on Ctrl-C it returns the best
     plan found so far with optimal=False and its lower bound (SolverError / KeyboardInterrupt
     when there is none yet)."""
+    if capped(problem):
+        raise InputError(f"dp does not take a stage cap (max_stages {problem.max_stages}); use --solver cpsat, "
+                         "brute or auto")
     lattice = _lattice_applies(problem)
     if not lattice and not distinct.applies(problem):
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")

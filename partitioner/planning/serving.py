@@ -1,0 +1,141 @@
+"""The default serving answer on a cluster of several machines, and what one machine's loss costs.
+
+Candidates, each valued by the serve planner of partitioner.deploy.serve (a replica's split, batch
+B and in-flight count K with the most tokens/s under the TPOT/TTFT limits; inside each (B, K) the
+least τ_max first):
+
+- one pipeline over every machine;
+- Helix's "separate pipelines" (Helix-ASPLOS25, artifact_evaluation/*/layout_llama70b/separate):
+  per machine kind, the best packing of its machines into homogeneous replicas
+  (partitioner.deploy.seeds, a 1-D knapsack per kind), plus one pipeline over the machines left.
+
+Pipelines of at most REFINE_GPUS GPUs are valued by the planner's full serve search, larger ones
+by its `quick` search (coarse batch grid, exact DP or its seed, never CP-SAT: the answer does not
+depend on the machine's load). Not proven optimal
+over replica layouts: the full replica search (`--replicas auto`) explores every count vector.
+
+`max_machines` (--max-machines-per-pipeline) drops every candidate pipeline over more machines.
+
+Failure (`failure`): for each machine kind, the best candidate of the same family on the cluster
+without one machine of that kind (machines of a kind are interchangeable,
+partitioner.deploy.kinds); the worst case is the least of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from partitioner.deploy.kinds import NodeKinds
+from partitioner.errors import InfeasibleError
+
+__all__ = ["REFINE_GPUS", "Layout", "Loss", "Failure", "Values", "best_layout", "layouts", "failure"]
+
+REFINE_GPUS = 8  # replicas of at most this many GPUs get the full serve search after the quick one
+
+Vector = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Replicas as node-count vectors (partitioner.deploy.kinds) and their total tokens/s."""
+
+    vectors: tuple[Vector, ...]
+    tokens_per_s: float
+    family: str  # "one pipeline" or "separate pipelines"
+
+
+@dataclass(frozen=True)
+class Loss:
+    """The best answer without one machine of a kind."""
+
+    kind: str  # the machine kind's GPUs, e.g. "a100-40gb" or "2×l4"
+    machines: tuple[str, ...]  # the nodes of that kind (any one of them lost)
+    tokens_per_s: float  # 0.0: nothing serves the model without it
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What one machine's loss costs: tokens/s without a machine of each kind; the worst case."""
+
+    tokens_per_s: float  # the answer's own tokens/s
+    losses: tuple[Loss, ...]
+
+    @property
+    def worst(self) -> Loss:
+        return min(self.losses, key=lambda loss: loss.tokens_per_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.worst
+        return {
+            "tokens_per_s": self.tokens_per_s,
+            "worst": {"kind": w.kind, "machines": list(w.machines), "tokens_per_s": w.tokens_per_s},
+            "without": [{"kind": x.kind, "machines": list(x.machines), "tokens_per_s": x.tokens_per_s}
+                        for x in self.losses],
+        }
+
+
+class Values:
+    """tokens/s of a count vector by the quick serve planner, memoised (0.0: nothing fits)."""
+
+    def __init__(self, nk: NodeKinds, planner: Any, fits: Callable[[list[int]], bool],
+                 node_of: Callable[[int], str]) -> None:
+        self.nk, self.planner, self.fits, self.node_of = nk, planner, fits, node_of
+        self.memo: dict[Vector, tuple[float, Any]] = {}
+
+    def __call__(self, x: Vector) -> float:
+        if x not in self.memo:
+            devices = self.nk.devices(x)
+            plan = None
+            if devices and self.fits(devices):
+                try:
+                    plan = self.planner(devices) if len(devices) <= REFINE_GPUS else self.planner.quick(devices)
+                except InfeasibleError:
+                    plan = None
+            self.memo[x] = (0.0 if plan is None else float(plan.serving.tokens_per_s), plan)
+        return self.memo[x][0]
+
+
+def best_layout(counts: Vector, values: Values, max_machines: int | None) -> Layout:
+    """The best candidate (module doc) on `counts` machines of each kind; InfeasibleError if none."""
+    return max(layouts(counts, values, max_machines), key=lambda c: (c.tokens_per_s, -len(c.vectors)))
+
+
+def layouts(counts: Vector, values: Values, max_machines: int | None) -> list[Layout]:
+    """Every candidate (module doc) on `counts` machines of each kind; InfeasibleError if none."""
+    from partitioner.deploy.seeds import kind_seeds, seed_deployment
+
+    def allowed(x: Vector) -> bool:
+        return sum(x) > 0 and (max_machines is None or sum(x) <= max_machines)
+
+    cands: list[Layout] = []
+    if allowed(counts) and values(counts) > 0:
+        cands.append(Layout((counts,), values(counts), "one pipeline"))
+    seeds = [x for x in kind_seeds(counts, lambda x: values.fits(values.nk.devices(x))) if allowed(x)]
+    total, chosen = seed_deployment(counts, seeds, values)
+    left = tuple(n - sum(x[k] for x in chosen) for k, n in enumerate(counts))
+    if chosen and allowed(left) and values(left) > 0:
+        chosen, total = [*chosen, left], total + values(left)
+    if chosen:
+        cands.append(Layout(tuple(chosen), total, "separate pipelines"))
+    if not cands:
+        limit = "" if max_machines is None else f" of at most {max_machines} machines"
+        raise InfeasibleError(f"no pipeline{limit} of these machines serves the model")
+    return cands
+
+
+def failure(counts: Vector, layout: Layout, values: Values, max_machines: int | None) -> Failure:
+    """tokens/s of the best candidate without one machine of each kind (module doc)."""
+    losses = []
+    for k, n in enumerate(counts):
+        if n == 0:
+            continue
+        fewer = tuple(c - (i == k) for i, c in enumerate(counts))
+        try:
+            got = best_layout(fewer, values, max_machines).tokens_per_s
+        except InfeasibleError:
+            got = 0.0
+        names = tuple(values.node_of(node[0]) for node in values.nk.kinds[k])
+        losses.append(Loss(values.nk.labels[k], names, got))
+    return Failure(layout.tokens_per_s, tuple(losses))
