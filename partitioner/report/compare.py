@@ -22,6 +22,7 @@ from partitioner.result import Plan
 if TYPE_CHECKING:
     from partitioner.report.decode import Decode
     from partitioner.report.headline import Headline
+    from partitioner.report.nofit import NoFit
 
 __all__ = [
     "DEFAULT_MS",
@@ -139,6 +140,8 @@ class ParetoPoint:
     devices: tuple[str, ...]
     layers: tuple[tuple[int, int], ...]
     optimal: bool = True  # False: the best plan found within the budget (see its lower bound)
+    tokens_per_s: float = 0.0  # `serving.serving_numbers` at the report's workload
+    tpot_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,7 @@ class Report:
     serve_frontier: tuple[dict[str, Any], ...] = ()  # serve objective's tokens/s-vs-TPOT points (serving.search)
     decode: Decode | None = None  # the serve plan beside each baseline at its batch and in-flight count
     decode_note: str = ""  # why there is no decode comparison (prefill workload, time limit, no fit)
+    nofit: NoFit | None = None  # the model does not fit: shortfall per device, the smallest additions
 
     def row(self, name: str) -> PlanRow:
         for r in self.rows:

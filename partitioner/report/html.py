@@ -13,10 +13,11 @@ import json
 import re
 from collections.abc import Callable
 from html import escape
+from typing import Any
 
 from partitioner.report.assets import CALC_KEYS, CALC_UNITS, CALCULATOR_JS, CSS
 from partitioner.report.compare import Report
-from partitioner.report.headview import headline_lines
+from partitioner.report.headview import LEAD, headline_lines
 from partitioner.report.render_json import REPORT_FORMAT, report_dict
 from partitioner.report.tables import Cell, Table, report_tables
 
@@ -48,28 +49,43 @@ def _span(part: str | Cell) -> str:
     return f"<span{cls} {_attrs(part)}>{escape(part.text)}</span>"
 
 
-def _headline(report: Report) -> str:
-    lines = headline_lines(report)
-    if not lines:
-        return ""
+def _items(lines: Any, big: int = 0) -> str:
     items = []
     for i, line in enumerate(lines):
         body = "".join(_span(p) for p in line.parts)
         sub = "".join(f"<li>{''.join(_span(p) for p in s)}</li>" for s in line.sub)
-        cls = ' class="big"' if i < 2 else ""
+        cls = ' class="big"' if i < big else ""
         items.append(f"<li><b>{escape(line.label)}:</b> <span{cls}>{body}</span>" + (f"<ul>{sub}</ul>" if sub else "")
                      + "</li>")
-    h = report.headline
-    cmd = ""
-    if h is not None and h.command is not None and h.command.text:
-        notes = "".join(f'<li class="note">{escape(n)}</li>' for n in h.command.notes)
-        n = len(h.command.text.splitlines())
-        cmd = (f'<details{" open" if n <= COMMAND_OPEN_LINES else ""}><summary><b>Run it</b> with '
-               f"{escape(h.command.target)} (<code>partition export {escape(h.command.target)}</code>, {n} lines)"
-               f'</summary>\n<pre class="command">{escape(h.command.text)}</pre>' + (f"<ul>{notes}</ul>" if notes else "")
-               + "</details>")
-    return f'<section id="headline"><h2>The plan in brief</h2>\n<ul>{"".join(items)}</ul>\n{cmd}</section>'
+    return f"<ul>{''.join(items)}</ul>" if items else ""
 
+
+def _command(report: Report) -> str:
+    """"Run it": the command in a scrolling box (never wrapped: copied lines stay whole), the
+    export's warnings above it."""
+    h = report.headline
+    if h is None or h.command is None:
+        return ""
+    c = h.command
+    notes = "".join(f'<li class="note">{escape(n)}</li>' for n in c.notes)
+    if not c.text:
+        return f"<p><b>Run it</b> with {escape(c.target)}: </p><ul>{notes}</ul>"
+    warnings = "".join(f'<li class="warning">{escape(w)}</li>' for w in c.warnings)
+    n = len(c.text.splitlines())
+    return (f'<details{" open" if n <= COMMAND_OPEN_LINES else ""}><summary><b>Run it</b> with '
+            f"{escape(c.target)} (<code>partition export {escape(c.target)}</code>, {n} lines"
+            + (f", {len(c.warnings)} warning(s)" if c.warnings else "") + ")</summary>\n"
+            + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
+            + f'<pre class="command">{escape(c.text)}</pre>' + (f"<ul>{notes}</ul>" if notes else "") + "</details>")
+
+
+def _headline(report: Report) -> str:
+    lines = headline_lines(report)
+    if not lines:
+        return ""
+    title = "The plan in brief" if report.headline is not None else "The model does not fit"
+    return (f'<section id="headline"><h2>{title}</h2>\n{_items(lines[:LEAD], big=1)}\n{_command(report)}\n'
+            f"{_items(lines[LEAD:])}</section>")
 
 
 def _table(t: Table) -> str:
