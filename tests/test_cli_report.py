@@ -51,8 +51,12 @@ def test_end_to_end(outputs) -> None:
     assert "Pareto frontier" in result.output and "What-if" in result.output
     assert paths["md"].read_text().count("\n## ") == 9  # with the decode comparison
     head = result.output[: result.output.index("Plans (")]
-    assert "Run:" in head and "tokens/s" in head and "Bottleneck:" in head and "VLLM_PP_LAYER_PARTITION=" in head
-    assert data["headline"]["tokens_per_s"] == data["plans"]["balanced"]["tokens_per_s"]
+    assert head.splitlines()[1].startswith("Best: 4 GPUs · ") and "Bottleneck:" in head
+    assert head.index("Layout:") < head.index("Run it (vllm") < head.index("VLLM_PP_LAYER_PARTITION=")
+    h = data["headline"]
+    assert h["tokens_per_s"] >= data["plans"]["balanced"]["tokens_per_s"]  # the best row, not the base plan
+    assert h["tokens_per_s"] == max(p["tokens_per_s"] for p in data["plans"].values() if p["feasible"]) or h[
+        "plan"] == "serve" or h["plan"].startswith(("makespan@", "serve"))
     assert paths["html"].read_text().startswith("<!DOCTYPE html>")
 
 
@@ -68,14 +72,35 @@ def test_with_device_variation() -> None:
     assert "--with rtx-3090@node-02" in result.output
 
 
+def _prose(output: str) -> list[str]:
+    """The output's lines but the engine command's (indented 4 under "Run it"; never wrapped)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Run it ("))
+    first = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("    "))
+    end = next(i for i in range(first, len(lines)) if not lines[i].startswith("    "))
+    return lines[:first] + lines[end:]
+
+
 def test_console_uses_the_terminal_width() -> None:
     widest = {}
     for columns in (90, 160):
         result = invoke("report", MODEL, CLUSTER, "--M", "8", "--pareto-max-M", "1", columns=columns)
         assert result.exit_code == 0, result.output
-        widest[columns] = max(len(line) for line in result.output.splitlines())
+        widest[columns] = max(len(line) for line in _prose(result.output))
         assert widest[columns] <= columns
     assert widest[160] > 90  # not a fixed width
+
+
+def test_piped_output_is_140_columns_and_commands_are_never_wrapped() -> None:
+    result = CliRunner().invoke(main, ["report", MODEL, CLUSTER, "--M", "8", "--pareto-max-M", "1"],
+                                env={"COLUMNS": ""})  # stdout is not a terminal under CliRunner
+    assert result.exit_code == 0, result.output
+    assert 100 < max(len(line) for line in _prose(result.output)) <= 140
+    serve = next(line for line in result.output.splitlines() if "vllm serve" in line)
+    assert len(serve) > 140 and serve.rstrip().endswith(serve.split()[-1])  # one line, however long
+    data = result.output[result.output.index("Run it ("):]
+    assert "VLLM_PP_LAYER_PARTITION=" in serve and "--pipeline-parallel-size" in serve
+    assert data.index("Run it (") < data.index("vllm serve")
 
 
 def test_time_limit_bounds_the_report(tmp_path) -> None:

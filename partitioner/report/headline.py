@@ -119,6 +119,7 @@ class Headline:
     vs_even: float | None = None  # tokens/s over vLLM's even split in the same setting (None: it does not fit)
     compared: int = 0  # plans the choice was made among
     optimal: bool = False  # the chosen plan is proven optimal for its objective
+    gap: float = 0.0  # else how far from its bound (PlanRow.gap)
     within_limits: bool = True  # False: no plan meets --tpot-ms/--ttft-ms; the fastest is shown
 
 
@@ -171,7 +172,7 @@ def headline(chosen: Candidate, M: int, regime: str, command: Command | None, *,
         gpus=len(m.devices), tokens_per_gpu=m.tokens_per_s / max(1, len(m.devices)),
         tokens_per_user=1.0 / m.tpot_s if m.tpot_s else None,
         vs_even=even.throughput_ratio if even is not None and even.fits else None,
-        compared=compared, optimal=row.optimal, within_limits=within_limits,
+        compared=compared, optimal=row.optimal, gap=row.gap, within_limits=within_limits,
     )
 
 

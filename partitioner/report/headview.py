@@ -122,7 +122,7 @@ def _best(h: Headline) -> tuple[Fragment, ...]:
     if h.tokens_per_user is not None:
         per += [", ", Cell(f"{_short(h.tokens_per_user)}/user", "headline.tokens_per_user", h.tokens_per_user,
                            h.tokens_unit)]
-    out: list[Fragment] = [f"{h.gpus} GPUs · ", rate(h.tokens_per_s, "headline.tokens_per_s", h.tokens_unit),
+    out: list[Fragment] = [f"{h.gpus} GPU{'' if h.gpus == 1 else 's'} · ", rate(h.tokens_per_s, "headline.tokens_per_s", h.tokens_unit),
                            " (", *per, ")"]
     if h.tpot_s is not None:
         out += [" · TPOT ", secs(h.tpot_s, "headline.tpot_s")]
@@ -137,7 +137,8 @@ def _best(h: Headline) -> tuple[Fragment, ...]:
 
 
 def _how(h: Headline) -> tuple[Fragment, ...]:
-    proof = "proven optimal for its objective" if h.optimal else "best found within the time limit"
+    proof = ("proven optimal for its objective" if h.optimal else f"within {h.gap:.1%} of its bound" if 0 < h.gap < 0.999
+             else "best found within the time limit")
     out = f"{h.source} ({proof}): the most {h.tokens_unit} of the {h.compared} plans this report compares"
     if not h.within_limits:
         out += "; none meets the --tpot-ms/--ttft-ms limits, so the fastest is shown"
@@ -163,7 +164,8 @@ def _nofit(report: Report) -> tuple[Line, ...]:
     if a.tpot_s is not None:
         parts += [" · TPOT ", secs(a.tpot_s, "nofit.additions.0.tpot_s")]
     lines.append(Line("Smallest addition", tuple(parts),
-                      (("add these options to `partition report` for the whole report of that cluster",),)))
+                      ((f"add {'it' if a.count == 1 else 'them'} to cluster.yaml (devices: "
+                        f"{{name: ..., gpu: {a.gpu}, node: {a.node}}}) for the whole report of that cluster",),)))
     return tuple(lines)
 
 

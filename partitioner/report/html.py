@@ -196,7 +196,7 @@ def _json_script(report: Report) -> str:
 
 def _charts_and_tables(report: Report, tables: dict[str, str]) -> str:
     """The plan table first, then the charts, then the detail tables (memory last)."""
-    first = ("plans", "layouts")
+    first = [k for k in ("shortfall", "additions", "plans", "layouts") if k in tables]
     return "\n".join([*(tables[k] for k in first), _charts(report),
                       *(v for k, v in tables.items() if k not in first)])
 

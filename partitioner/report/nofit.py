@@ -7,7 +7,8 @@ split can, so what each device still lacks there is the least any split leaves i
 to one layer. Additions: for each GPU type of the cluster (placed on the node of its first
 device, `models.whatif.with_device`), the fewest extra GPUs with which the planner finds a plan
 that fits, up to `MAX_ADDED`; each is shown with its tokens/s and TPOT (`serving.serving_numbers`),
-fewest GPUs first, then least memory added.
+fewest GPUs first, then least memory added. Once one addition is found, the other types are tried
+only while the report's budget lasts (`more_time`).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def additions(model: Any, cluster: Any, planner: Planner, workload: Workload,
     for gpu, node in _types(cluster):
         grown = cluster
         for count in range(1, MAX_ADDED + 1):
-            if not more_time():
+            if found and not more_time():  # the first addition that fits is always searched for
                 gave_up.append(gpu)
                 break
             try:

@@ -305,8 +305,8 @@ def _additions(report: Report) -> Table:
         rows.append((text(f"{a.count} × {a.gpu} on {a.node}"), text(str(a.gpus)), _tokens(a.tokens_per_s, f"{k}.tokens_per_s", "tokens/s"),
                      secs(a.tpot_s, f"{k}.tpot_s") if a.tpot_s is not None else text("-"),
                      gb(a.added_gb, f"{k}.added_gb")))
-    note = ("Each planned with the report's objective: `--with GPU@NODE` once per GPU added to `partition report` "
-            "shows that cluster's whole report (the JSON report lists the options).")
+    note = ("Each planned with the report's objective (`--with GPU@NODE` once per GPU, as `partition report` "
+            "what-ifs); with the GPUs added to cluster.yaml, the report shows that cluster's plans in full.")
     if nf is not None and nf.tried:
         note += f" Not fitting with up to {nf.max_added} more: {', '.join(nf.tried)}."
     return Table("additions", "The smallest additions that make it fit (fewest GPUs first)",
