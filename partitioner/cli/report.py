@@ -131,7 +131,7 @@ def report(*, model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: i
                      solver=solver, order=order, deadline=deadline, pareto_max_M=pareto_max_M,
                      variations=variations, export=export, charts=html_out is not None, say=line)
         line("rendering")
-        _show(rep, md_out, json_out, html_out, inputs, text=not stdout_data)
+        _show(rep, md_out, json_out, html_out, inputs, text=not stdout_data, deadline=deadline)
 
 
 def _check_target(target: str) -> None:
@@ -275,8 +275,10 @@ def _width() -> int:
 
 
 def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | None,
-          inputs: tuple[str, str], text: bool = True) -> None:
-    """The text report on stdout (unless an output goes there: `-`), then the files."""
+          inputs: tuple[str, str], text: bool = True, deadline: Any = None) -> None:
+    """The text report on stdout (unless an output goes there: `-`), then the files; the HTML
+    page's charts each start only while the budget leaves CHART_S (times the machine's
+    slowdown) for it, so the page keeps within --time-limit (the page says which it left out)."""
     from rich.console import Console
 
     from partitioner.report.render_text import render_text
@@ -294,4 +296,9 @@ def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | No
     if html_out:
         from partitioner.report.html import render_html
 
-        _write(html_out, render_html(rep), inputs)
+        from partitioner.report.solving import CHART_S
+
+        def more_time() -> bool:
+            return deadline is None or deadline.left() > CHART_S * deadline.slowdown()
+
+        _write(html_out, render_html(rep, more_time), inputs)
