@@ -196,9 +196,9 @@ def gantt_chart(row: PlanRow, regime: str, M: int) -> str:
         start, finish = sched.start[:M, s] * scale, sched.finish[:M, s] * scale
         ax.broken_barh(list(zip(start, finish - start, strict=True)), (s - 0.35, 0.7), facecolors=colors, alpha=0.85)
         if s in label_rows:
-            span = float(finish.max() - start.min()) or 1.0
+            pt_per_x = (WIDTH_IN - 1.6) * 72 / (float(sched.makespan) * scale or 1.0)  # axes ~WIDTH_IN - labels
             for mb in range(M):
-                if (finish[mb] - start[mb]) / span >= 0.04:  # a number wider than its bar would overlap the next
+                if (finish[mb] - start[mb]) * pt_per_x >= 0.7 * FONT_PT * len(str(mb)) + 3:  # else it spills over
                     ax.text((start[mb] + finish[mb]) / 2, s, str(mb), ha="center", va="center", fontsize=FONT_PT)
         if s < S - 1:
             c, e = sched.send_start[:M, s] * scale, sched.send_finish[:M, s] * scale
