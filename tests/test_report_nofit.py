@@ -90,3 +90,26 @@ def test_every_format_is_written(written) -> None:
     md, html = paths["md"].read_text(), paths["html"].read_text()
     assert "**Does not fit:**" in md and "## The smallest additions that make it fit" in md
     assert "The model does not fit" in html and 'data-key="nofit.shortfall.0.short_gb"' in html
+
+
+def test_the_report_json_matches_its_schema(written, tmp_path) -> None:
+    """`partition schema report` documents both report shapes: a model that fits and one that does not."""
+    import jsonschema
+
+    result = CliRunner().invoke(main, ["schema", "report"])
+    assert result.exit_code == 0, result.output
+    schema = json.loads(result.output)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    _, data, _ = written
+    jsonschema.validate(data, schema)
+    out = tmp_path / "fits.json"
+    fits = CliRunner().invoke(main, ["report", str(ROOT / "examples/models/qwen2.5-14b.yaml"), CLUSTER, *FAST,
+                                     "--link", "laptop-5090:node02-3090=0.05,100", "--json", str(out)])
+    assert fits.exit_code == 0, fits.output
+    full = json.loads(out.read_text())
+    jsonschema.validate(full, schema)
+    assert set(full) == set(schema["properties"]) and all(schema["properties"][k].get("description") or k in (
+        "format", "model", "cluster", "regime") for k in full)
+    broken = {**full, "headline": {**full["headline"], "tokens_per_s": "fast"}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
