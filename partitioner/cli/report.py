@@ -59,7 +59,8 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
         from partitioner.cli._output import safe_write
 
         safe_write(path, text, inputs=inputs, marker=REPORT_MARKER)
-        click.echo(f"wrote {path}", err=True)
+        if path != "-":
+            click.echo(f"wrote {path}", err=True)
 
 
 @click.command("report")
