@@ -177,3 +177,62 @@ def test_refuses_same_output_twice_and_foreign_files(tmp_path) -> None:
 def test_missing_file_exit_2(tmp_path) -> None:
     result = invoke("report", str(tmp_path / "nope.yaml"), CLUSTER)
     assert result.exit_code == 2 and "nope.yaml" in result.output
+
+
+SMALL = str(ROOT / "examples" / "models" / "llama-3.1-8b.yaml")
+
+
+def _report_json(tmp_path, *args: str) -> dict:
+    out = tmp_path / "r.json"
+    result = invoke("report", SMALL, CLUSTER, "--M", "8", "--pareto-max-M", "8", "--time-limit", "30", *args,
+                    "--json", str(out))
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text())
+
+
+def test_the_plan_flags_serve_and_limits(tmp_path) -> None:
+    free = _report_json(tmp_path, "--objective", "serve")
+    serve = free["decode"]["plans"]["serve"]
+    limit = 0.8 * serve["tpot_s"]  # tighter than the free plan's TPOT
+    capped = _report_json(tmp_path, "--objective", "serve", "--tpot-ms", f"{limit * 1e3:.6g}", "--engine", "vllm")
+    assert capped["decode"]["plans"]["serve"]["tpot_s"] <= limit * (1 + 1e-6)
+    h = capped["headline"]
+    assert h["within_limits"] and h["tpot_s"] <= limit * (1 + 1e-6)  # the headline keeps to the limit too
+    assert free["headline"]["tokens_per_s"] >= h["tokens_per_s"] * (1 - 1e-9)
+
+
+def test_replicas_compete_for_the_headline(tmp_path) -> None:
+    data = _report_json(tmp_path, "--replicas", "auto")
+    plain = _report_json(tmp_path)
+    assert data["headline"]["compared"] == plain["headline"]["compared"] + 1  # the deployment is one more plan
+    failed = _report_json(tmp_path, "--replicas", "2")  # seed cannot hold two copies: said, not an error
+    assert "--replicas 2: the cluster cannot hold 2 replicas" in failed["replicas_note"]
+    assert failed["headline"]["compared"] == plain["headline"]["compared"]
+
+
+def test_a_deployment_sums_its_replicas() -> None:
+    """Two copies of one pipeline: twice the tokens/s and GPUs, the same TPOT (report.replicas)."""
+    from partitioner.api import build_problem, load_inputs, solve_problem
+    from partitioner.deploy.deployment import Deployment
+    from partitioner.report.replicas import deployment_candidate
+    from partitioner.report.serving import workload_of
+
+    model, cluster = load_inputs(SMALL, CLUSTER)
+    plan = solve_problem(build_problem(model, cluster, M=8), "dp")
+    one = deployment_candidate(plan, "--tp off", (1, 8), workload_of(model), ())
+    two = deployment_candidate(Deployment((plan, plan), (), False, 0.0), "--replicas 2", (1, 8),
+                               workload_of(model), ())
+    assert one is not None and two is not None
+    m1, m2 = one.row.metrics, two.row.metrics
+    assert m2.tokens_per_s == pytest.approx(2 * m1.tokens_per_s) and m2.tpot_s == m1.tpot_s
+    assert m2.gpus == 2 * m1.gpus == 2 * len(plan.stages) and len(m2.replica_layouts) == 2 and not m1.replica_layouts
+    assert two.source == "`--replicas 2`: 2 pipelines"
+
+
+def test_serve_objective_needs_a_decode_workload(tmp_path) -> None:
+    model = tmp_path / "prefill.yaml"
+    model.write_text(Path(SMALL).read_text().replace("phase: decode", "phase: prefill"), encoding="utf-8")
+    result = invoke("report", str(model), CLUSTER, "--objective", "serve")
+    assert result.exit_code != 0 and "--objective serve plans decode" in result.output
+    bad = invoke("report", SMALL, CLUSTER, "--tpot-ms", "-1")
+    assert bad.exit_code != 0 and "--tpot-ms must be a number of milliseconds > 0" in bad.output

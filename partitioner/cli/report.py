@@ -80,7 +80,8 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
 @click.option("--engine", "engine", type=PresetName("engines"), default=None,
               help="Cost every plan with this engine's overheads (a preset of `partition catalog engines`).")
 @click.option("--replicas", default="1", show_default=True, metavar="auto|N",
-              help="Also plan disjoint pipelines (partition plan --replicas) and show them beside the headline.")
+              help="Also plan disjoint pipelines (as partition plan --replicas); the headline shows them when "
+                   "they give the most tokens/s.")
 @click.option("--tp", type=click.Choice(TP_MODES), default=None,
               help="Tensor-parallel groups inside nodes for the --replicas deployment (as partition plan --tp).")
 @click.option("--progress", "progress", is_flag=True,
@@ -173,7 +174,8 @@ def _progress(deadline: Any, say: Any) -> Any:
 def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: int, opts: Options,
            base_regime: str, solver: str, order: str | None, deadline: Any, pareto_max_M: int,
            variations: Any, export: str, charts: bool, say: Any) -> Any:
-    from partitioner.api import build_problem, load_inputs, with_metadata
+    from partitioner.api import build_problem, load_inputs
+    from partitioner.cli._deploy import _with_metadata as with_metadata
     from partitioner.errors import InfeasibleError
     from partitioner.report.build import build_report
     from partitioner.report.headline import engine_command
@@ -208,11 +210,13 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
             problem, Ms=Ms, solver=solver, base=opts.base, pareto_Ms=pareto_Ms(pareto_max_M), cluster=name,
             whatif=(lambda base: run(prepared, base, base_regime, planner)) if prepared else None,
             deadline=deadline, progress=progress, workload=workload_of(model),
-            commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),
+            commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),  # Plan or Deployment
             solves=solves,
             decode=lambda: _decode(model, cluster, base_regime, order, Ms, deadline, progress, reserve, opts),
             tpot_s=None if opts.tpot_ms is None else opts.tpot_ms / 1e3,
             ttft_s=None if opts.ttft_ms is None else opts.ttft_ms / 1e3,
+            deployment=_replicas(model, cluster, opts, plan_M, base_regime, solver, order, Ms, deadline, reserve,
+                                 progress),
         )
     except InfeasibleError as exc:
         progress("the model does not fit: trying --with additions")
@@ -235,6 +239,39 @@ def _no_fit(reason: str, problem: Any, model: Any, cluster: Any, name: str, Ms: 
     nf = no_fit(reason, problem, model, cluster, planner, workload, more_time=lambda: deadline.left() > reserve)
     return Report(model=problem.tables.model_name, cluster=name, regime=problem.regime, plan_M=int(problem.M),
                   Ms=Ms, base=base, rows=rows, pareto=(), whatifs=(), solves=solves.calls, nofit=nf)
+
+
+def _replicas(model: Any, cluster: Any, opts: Options, M: int, regime: str, solver: str, order: str | None,
+              Ms: tuple[int, ...], deadline: Any, reserve: float, progress: Any) -> Any:
+    """`rows -> Candidate | str`: the --replicas/--tp plan (partitioner.deploy.plan, as `partition
+    plan` makes it) in DECODE_SHARE of the budget left, for the headline, or why there is none;
+    None without those options."""
+    from partitioner.api import wants_deployment
+
+    if not wants_deployment(opts.replicas, opts.tp, cluster):
+        return None
+
+    def run(rows: Any) -> Any:
+        from partitioner.deploy.plan import plan_deployment
+        from partitioner.errors import PartitionerError
+        from partitioner.report.replicas import deployment_candidate
+        from partitioner.report.serving import workload_of
+
+        left = deadline.left() - reserve
+        progress(f"--replicas {opts.replicas}" + (f" --tp {opts.tp}" if opts.tp else ""))
+        source = f"--replicas {opts.replicas}" + (f" --tp {opts.tp}" if opts.tp else "")
+        try:
+            result = plan_deployment(model, cluster, replicas=opts.replicas, tp=opts.tp, M=M, regime=regime,
+                                     objective=opts.objective, solver=solver, order=order, engine=opts.engine,
+                                     time_limit_s=None if left == float("inf") else max(MIN_DECODE_S,
+                                                                                       DECODE_SHARE * left),
+                                     tpot_ms=opts.tpot_ms, ttft_ms=opts.ttft_ms)
+        except PartitionerError as exc:
+            return f"{source}: {exc}"
+        return deployment_candidate(result, source, Ms, workload_of(model), tuple(r for r in rows
+                                                                                  if r.kind == "baseline"))
+
+    return run
 
 
 def _decode(model: Any, cluster: Any, regime: str, order: str | None, Ms: tuple[int, ...], deadline: Any,
@@ -296,7 +333,6 @@ def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | No
         _write(json_out, render_json(rep), inputs)
     if html_out:
         from partitioner.report.html import render_html
-
         from partitioner.report.solving import CHART_S
 
         def more_time() -> bool:

@@ -128,6 +128,7 @@ def build_report(
     decode: Callable[[], Decode | str] | None = None,
     tpot_s: float | None = None,
     ttft_s: float | None = None,
+    deployment: Callable[[tuple[PlanRow, ...]], Candidate | str | None] | None = None,
 ) -> Report:
     """Everything `partition report` shows, for `problem` (its M is the M plans optimise).
 
@@ -148,6 +149,8 @@ def build_report(
     points = sweep(problem, _check_Ms(list(pareto_Ms)), lambda q: solves.plan("makespan", q.M), workload)
     pareto = frontier(points)
     cands = candidates(problem, rows, plans, pareto, solves, served, _check_Ms(Ms), workload)
+    extra = deployment(rows) if deployment is not None else None  # --replicas/--tp (report.replicas)
+    cands += [extra] if isinstance(extra, Candidate) else []
     chosen = choose(cands, tpot_s, ttft_s)
     within = chosen is None or meets_limits(chosen.row.metrics, tpot_s, ttft_s)
     head = None
@@ -169,4 +172,5 @@ def build_report(
         serve_frontier=served.frontier if served is not None else (),
         decode=served,
         decode_note=found if isinstance(found, str) else "",
+        replicas_note=extra if isinstance(extra, str) else "",
     )

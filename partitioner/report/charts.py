@@ -21,7 +21,7 @@ from typing import Any
 
 from partitioner.errors import InputError
 from partitioner.report.compare import PlanMetrics, PlanRow, Report
-from partitioner.report.units import fmt_time, time_unit
+from partitioner.report.units import time_unit
 
 __all__ = ["svg", "makespan_chart", "stage_chart", "gantt_chart", "pareto_chart", "FONT_PT", "inline_svg"]
 

@@ -105,6 +105,8 @@ class PlanMetrics:
     serving_source: str = ""
     binding: str = ""  # what limits tokens/s (partitioner.serving: bottleneck, round_trip, kv_capacity, ...)
     max_sequences: int | None = None  # KV capacity in sequences, the least over stages (serving model)
+    gpus: int = 0  # GPUs the plan uses (a TP group counts each member)
+    replica_layouts: tuple[str, ...] = ()  # a deployment of several pipelines: each one's layout
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,7 @@ class Report:
     decode: Decode | None = None  # the serve plan beside each baseline at its batch and in-flight count
     decode_note: str = ""  # why there is no decode comparison (prefill workload, time limit, no fit)
     nofit: NoFit | None = None  # the model does not fit: shortfall per device, the smallest additions
+    replicas_note: str = ""  # why --replicas/--tp gave no plan
 
     def row(self, name: str) -> PlanRow:
         for r in self.rows:
@@ -246,6 +249,7 @@ def plan_metrics(plan: Plan, Ms: Sequence[int], workload: Workload | None = None
         serving_source=sv.source,
         binding=sv.binding,
         max_sequences=getattr(plan.serving, "max_sequences", None),
+        gpus=sum(int(getattr(st, "tp", 1) or 1) for st in plan.stages),
     )
 
 

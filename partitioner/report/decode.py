@@ -54,7 +54,8 @@ def _baseline_rows(problem: Any, Ms: Sequence[int], workload: Workload) -> tuple
     from partitioner.registry import BASELINES
     from partitioner.result import Plan
 
-    rows, plans = [], []
+    rows: list[PlanRow] = []
+    plans: list[Any] = []
     for name in BASELINES:
         try:
             plan = Plan.from_solution(problem, solvers.solve(problem, name))

@@ -121,6 +121,7 @@ class Headline:
     optimal: bool = False  # the chosen plan is proven optimal for its objective
     gap: float = 0.0  # else how far from its bound (PlanRow.gap)
     within_limits: bool = True  # False: no plan meets --tpot-ms/--ttft-ms; the fastest is shown
+    replica_layouts: tuple[str, ...] = ()  # several pipelines (--replicas): each one's layout
 
 
 def _T(row: PlanRow, regime: str, M: int) -> float | None:
@@ -169,7 +170,8 @@ def headline(chosen: Candidate, M: int, regime: str, command: Command | None, *,
         serving_source=m.serving_source, throughput=m.throughput, first_latency=m.first_latency,
         bottleneck_stage=k, bottleneck_device=m.devices[k], tau_max=m.tau_max,
         gains=gains, link_fixes=_fixes(row), command=command, source=chosen.source,
-        gpus=len(m.devices), tokens_per_gpu=m.tokens_per_s / max(1, len(m.devices)),
+        gpus=m.gpus or len(m.devices), tokens_per_gpu=m.tokens_per_s / max(1, m.gpus or len(m.devices)),
+        replica_layouts=m.replica_layouts,
         tokens_per_user=1.0 / m.tpot_s if m.tpot_s else None,
         vs_even=even.throughput_ratio if even is not None and even.fits else None,
         compared=compared, optimal=row.optimal, gap=row.gap, within_limits=within_limits,

@@ -175,9 +175,13 @@ def headline_lines(report: Report) -> tuple[Line, ...]:
     h = report.headline
     if h is None:
         return _nofit(report)
-    lines = [Line("Best", _best(h)), Line("Plan", _how(h)),
-             Line("Layout", (layout(h.devices, h.decoder_layers, h.ends, compact=True),),
-                  (("devices in pipeline order with their decoder layers",),))]
+    lay = (Line("Layout", (f"{len(h.replica_layouts)} pipelines, devices in pipeline order with their decoder layers",),
+                tuple((f"replica {i}: {x}",) for i, x in enumerate(h.replica_layouts)))
+           if h.replica_layouts else
+           Line("Layout", (layout(h.devices, h.decoder_layers, h.ends, compact=True),),
+                (("devices in pipeline order with their decoder layers",),)))
+    lines = [Line("Best", _best(h)), Line("Plan", _how(h) + ((f"; no {report.replicas_note}",)
+                                                              if report.replicas_note else ())), lay]
     thr: list[Fragment] = [rate(h.throughput, "headline.throughput", "micro-batches/s"), f" ({h.serving_source}); ",
                            "first micro-batch through every stage ", secs(h.first_latency, "headline.first_latency")]
     lines.append(Line("Pipeline", tuple(thr)))

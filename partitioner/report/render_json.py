@@ -79,6 +79,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         "serve_frontier": list(report.serve_frontier),
         "decode": _decode_dict(report),
         "nofit": _nofit_dict(report),
+        "replicas_note": report.replicas_note,
     }
 
 

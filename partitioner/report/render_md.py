@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from partitioner.report.compare import Report
 from typing import Any
 
+from partitioner.report.compare import Report
 from partitioner.report.headview import LEAD, headline_lines, plain
 from partitioner.report.render_json import REPORT_FORMAT
 from partitioner.report.tables import Table, report_tables

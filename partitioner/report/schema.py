@@ -96,6 +96,7 @@ def report_json_schema() -> dict[str, Any]:
             "batch": {"type": "integer"}, "in_flight": {"type": "integer"}, "plans": plans,
             "gains": {"type": "object", "additionalProperties": {"type": ["number", "null"]}}}}, {"type": "null"}],
             "description": "the serve plan and the engines' splits at its batch and in-flight count"},
+        "replicas_note": {"type": "string", "description": "why --replicas/--tp gave no plan (empty otherwise)"},
         "nofit": {"anyOf": [nofit, {"type": "null"}],
                   "description": "the model does not fit: shortfall per device, the smallest --with additions"},
     }
