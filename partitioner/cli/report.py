@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
 from partitioner.cli._parse import PresetName
+from partitioner.cli._report_parts import Options
 from partitioner.registry import EXACT_CHOICES, OBJECTIVES, ORDERS, REGIMES, TP_MODES
 
-__all__ = ["report", "parse_Ms"]
+__all__ = ["report", "parse_Ms", "Options"]
 
 REPORT_MARKER = "partitioner.report/1"
 DEFAULT_TIME_LIMIT_S = 5.0
-DECODE_SHARE = 0.5  # of the budget left after the plans and baselines: the rest is the Pareto sweep's
-SERVE_SHARE = 0.8  # ... with --objective serve
-MIN_DECODE_S = 0.05  # the serve search always runs, at least this long (it returns its best plan so far)
 PIPED_WIDTH = 140  # columns of the text report when stdout is not a terminal and $COLUMNS is unset
 
 
@@ -144,23 +141,6 @@ def _check_target(target: str) -> None:
         raise InputError(f"--export {target!r}: unknown target; valid targets: {', '.join(TARGETS)}")
 
 
-@dataclass(frozen=True)
-class Options:
-    """The plan command's options the report accepts (`partition plan --help`)."""
-
-    objective: str = "balanced"
-    tpot_ms: float | None = None
-    ttft_ms: float | None = None
-    engine: str | None = None
-    replicas: str = "1"
-    tp: str | None = None
-
-    @property
-    def base(self) -> str:
-        """The objective of the compared base plan (serve: balanced, the serve plan is its own row)."""
-        return "balanced" if self.objective == "serve" else self.objective
-
-
 def _progress(deadline: Any, say: Any) -> Any:
     """Each step as the one progress line (`cli._progress`), with the budget it runs in."""
 
@@ -176,6 +156,7 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
            variations: Any, export: str, charts: bool, say: Any) -> Any:
     from partitioner.api import build_problem, load_inputs
     from partitioner.cli._deploy import _with_metadata as with_metadata
+    from partitioner.cli._report_parts import decode_search, no_fit_report, replicas_search
     from partitioner.errors import InfeasibleError
     from partitioner.report.build import build_report
     from partitioner.report.headline import engine_command
@@ -212,92 +193,16 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
             deadline=deadline, progress=progress, workload=workload_of(model),
             commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),  # Plan or Deployment
             solves=solves,
-            decode=lambda: _decode(model, cluster, base_regime, order, Ms, deadline, progress, reserve, opts),
+            decode=lambda: decode_search(model, cluster, base_regime, order, Ms, deadline, progress, reserve, opts),
             tpot_s=None if opts.tpot_ms is None else opts.tpot_ms / 1e3,
             ttft_s=None if opts.ttft_ms is None else opts.ttft_ms / 1e3,
-            deployment=_replicas(model, cluster, opts, plan_M, base_regime, solver, order, Ms, deadline, reserve,
+            deployment=replicas_search(model, cluster, opts, plan_M, base_regime, solver, order, Ms, deadline, reserve,
                                  progress),
         )
     except InfeasibleError as exc:
         progress("the model does not fit: trying --with additions")
-        return _no_fit(str(exc), problem, model, cluster, name, Ms, opts.base, solves, deadline, reserve,
+        return no_fit_report(str(exc), problem, model, cluster, name, Ms, opts.base, solves, deadline, reserve,
                        lambda m, c: planner(m, c, base_regime))
-
-
-def _no_fit(reason: str, problem: Any, model: Any, cluster: Any, name: str, Ms: tuple[int, ...], base: str,
-            solves: Any, deadline: Any, reserve: float, planner: Any) -> Any:
-    """The report of a model that does not fit (partitioner.report.nofit): the baselines as rows
-    (each with its memory), the shortfall per device, the smallest additions that fit."""
-    from partitioner.report.build import compare_plans
-    from partitioner.report.compare import Report, infeasible_row
-    from partitioner.report.nofit import no_fit
-    from partitioner.report.serving import workload_of
-
-    workload = workload_of(model)
-    rows = (infeasible_row(base, "optimal", reason),
-            *compare_plans(problem, Ms=Ms, objectives=(), solves=solves, workload=workload))
-    nf = no_fit(reason, problem, model, cluster, planner, workload, more_time=lambda: deadline.left() > reserve)
-    return Report(model=problem.tables.model_name, cluster=name, regime=problem.regime, plan_M=int(problem.M),
-                  Ms=Ms, base=base, rows=rows, pareto=(), whatifs=(), solves=solves.calls, nofit=nf)
-
-
-def _replicas(model: Any, cluster: Any, opts: Options, M: int, regime: str, solver: str, order: str | None,
-              Ms: tuple[int, ...], deadline: Any, reserve: float, progress: Any) -> Any:
-    """`rows -> Candidate | str`: the --replicas/--tp plan (partitioner.deploy.plan, as `partition
-    plan` makes it) in DECODE_SHARE of the budget left, for the headline, or why there is none;
-    None without those options."""
-    from partitioner.api import wants_deployment
-
-    if not wants_deployment(opts.replicas, opts.tp, cluster):
-        return None
-
-    def run(rows: Any) -> Any:
-        from partitioner.deploy.plan import plan_deployment
-        from partitioner.errors import PartitionerError
-        from partitioner.report.replicas import deployment_candidate
-        from partitioner.report.serving import workload_of
-
-        left = deadline.left() - reserve
-        progress(f"--replicas {opts.replicas}" + (f" --tp {opts.tp}" if opts.tp else ""))
-        source = f"--replicas {opts.replicas}" + (f" --tp {opts.tp}" if opts.tp else "")
-        try:
-            result = plan_deployment(model, cluster, replicas=opts.replicas, tp=opts.tp, M=M, regime=regime,
-                                     objective=opts.objective, solver=solver, order=order, engine=opts.engine,
-                                     time_limit_s=None if left == float("inf") else max(MIN_DECODE_S,
-                                                                                       DECODE_SHARE * left),
-                                     tpot_ms=opts.tpot_ms, ttft_ms=opts.ttft_ms)
-        except PartitionerError as exc:
-            return f"{source}: {exc}"
-        return deployment_candidate(result, source, Ms, workload_of(model), tuple(r for r in rows
-                                                                                  if r.kind == "baseline"))
-
-    return run
-
-
-def _decode(model: Any, cluster: Any, regime: str, order: str | None, Ms: tuple[int, ...], deadline: Any,
-            progress: Any, reserve: float, opts: Options) -> Any:
-    """The serve objective's plan beside the baselines at its batch and in-flight count
-    (partitioner.report.decode), searched in DECODE_SHARE (SERVE_SHARE with --objective serve) of
-    the budget left after `reserve`, at least MIN_DECODE_S: the search always runs and returns its
-    best plan so far. Else why there is none (a prefill workload, no plan)."""
-    from partitioner.errors import PartitionerError
-    from partitioner.report.decode import decode_comparison
-
-    if getattr(getattr(model, "workload", None), "phase", "decode") == "prefill":
-        return "the workload is prefill; the serve objective plans decode"
-    left = deadline.left() - reserve
-    share = SERVE_SHARE if opts.objective == "serve" else DECODE_SHARE
-    progress("the serve objective's batch and in-flight search")
-
-    def searched(batch: int, best: float, elapsed: float) -> None:
-        progress(f"serve search: batch {batch} searched, best {best:,.4g} tokens/s")
-
-    try:
-        return decode_comparison(model, cluster, regime=regime, order=order, Ms=Ms, engine=opts.engine,
-                                 time_limit_s=None if left == float("inf") else max(MIN_DECODE_S, share * left),
-                                 tpot_ms=opts.tpot_ms, ttft_ms=opts.ttft_ms, progress=searched)
-    except PartitionerError as exc:
-        return f"no serve plan: {exc}"
 
 
 def _width() -> int:
