@@ -32,7 +32,7 @@ h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-botto
 table { border-collapse: collapse; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; vertical-align: top; }
 td { max-width: 40em; }
-td.num, th { white-space: nowrap; }
+td.num, th, td:first-child { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f3f3f3; }
 .note { color: #555; font-size: 0.85em; }
