@@ -236,3 +236,14 @@ def test_serve_objective_needs_a_decode_workload(tmp_path) -> None:
     assert result.exit_code != 0 and "--objective serve plans decode" in result.output
     bad = invoke("report", SMALL, CLUSTER, "--tpot-ms", "-1")
     assert bad.exit_code != 0 and "--tpot-ms must be a number of milliseconds > 0" in bad.output
+
+
+def test_the_time_limit_covers_the_charts(tmp_path) -> None:
+    """A budget spent before rendering leaves the charts out, and the page says so (the tables and
+    the headline stay)."""
+    page = tmp_path / "r.html"
+    result = invoke("report", MODEL, CLUSTER, *FAST, "--time-limit", "0.05", "--html", str(page))
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert 'id="charts-left-out"' in html and "<svg" not in html
+    assert 'id="headline"' in html and 'id="table-plans"' in html
