@@ -51,8 +51,12 @@ def test_end_to_end(outputs) -> None:
     assert "Pareto frontier" in result.output and "What-if" in result.output
     assert paths["md"].read_text().count("\n## ") == 9  # with the decode comparison
     head = result.output[: result.output.index("Plans (")]
-    assert "Run:" in head and "tokens/s" in head and "Bottleneck:" in head and "VLLM_PP_LAYER_PARTITION=" in head
-    assert data["headline"]["tokens_per_s"] == data["plans"]["balanced"]["tokens_per_s"]
+    assert head.splitlines()[1].startswith("Best: 4 GPUs · ") and "Bottleneck:" in head
+    assert head.index("Layout:") < head.index("Run it (vllm") < head.index("VLLM_PP_LAYER_PARTITION=")
+    h = data["headline"]
+    assert h["tokens_per_s"] >= data["plans"]["balanced"]["tokens_per_s"]  # the best row, not the base plan
+    assert h["tokens_per_s"] == max(p["tokens_per_s"] for p in data["plans"].values() if p["feasible"]) or h[
+        "plan"] == "serve" or h["plan"].startswith(("makespan@", "serve"))
     assert paths["html"].read_text().startswith("<!DOCTYPE html>")
 
 
@@ -68,14 +72,35 @@ def test_with_device_variation() -> None:
     assert "--with rtx-3090@node-02" in result.output
 
 
+def _prose(output: str) -> list[str]:
+    """The output's lines but the engine command's (indented 4 under "Run it"; never wrapped)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Run it ("))
+    first = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("    "))
+    end = next(i for i in range(first, len(lines)) if not lines[i].startswith("    "))
+    return lines[:first] + lines[end:]
+
+
 def test_console_uses_the_terminal_width() -> None:
     widest = {}
     for columns in (90, 160):
         result = invoke("report", MODEL, CLUSTER, "--M", "8", "--pareto-max-M", "1", columns=columns)
         assert result.exit_code == 0, result.output
-        widest[columns] = max(len(line) for line in result.output.splitlines())
+        widest[columns] = max(len(line) for line in _prose(result.output))
         assert widest[columns] <= columns
     assert widest[160] > 90  # not a fixed width
+
+
+def test_piped_output_is_140_columns_and_commands_are_never_wrapped() -> None:
+    result = CliRunner().invoke(main, ["report", MODEL, CLUSTER, "--M", "8", "--pareto-max-M", "1"],
+                                env={"COLUMNS": ""})  # stdout is not a terminal under CliRunner
+    assert result.exit_code == 0, result.output
+    assert 100 < max(len(line) for line in _prose(result.output)) <= 140
+    serve = next(line for line in result.output.splitlines() if "vllm serve" in line)
+    assert len(serve) > 140 and serve.rstrip().endswith(serve.split()[-1])  # one line, however long
+    data = result.output[result.output.index("Run it ("):]
+    assert "VLLM_PP_LAYER_PARTITION=" in serve and "--pipeline-parallel-size" in serve
+    assert data.index("Run it (") < data.index("vllm serve")
 
 
 def test_time_limit_bounds_the_report(tmp_path) -> None:
@@ -152,3 +177,73 @@ def test_refuses_same_output_twice_and_foreign_files(tmp_path) -> None:
 def test_missing_file_exit_2(tmp_path) -> None:
     result = invoke("report", str(tmp_path / "nope.yaml"), CLUSTER)
     assert result.exit_code == 2 and "nope.yaml" in result.output
+
+
+SMALL = str(ROOT / "examples" / "models" / "llama-3.1-8b.yaml")
+
+
+def _report_json(tmp_path, *args: str) -> dict:
+    out = tmp_path / "r.json"
+    result = invoke("report", SMALL, CLUSTER, "--M", "8", "--pareto-max-M", "8", "--time-limit", "30", *args,
+                    "--json", str(out))
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text())
+
+
+def test_the_plan_flags_serve_and_limits(tmp_path) -> None:
+    free = _report_json(tmp_path, "--objective", "serve")
+    serve = free["decode"]["plans"]["serve"]
+    limit = 0.8 * serve["tpot_s"]  # tighter than the free plan's TPOT
+    capped = _report_json(tmp_path, "--objective", "serve", "--tpot-ms", f"{limit * 1e3:.6g}", "--engine", "vllm")
+    assert capped["decode"]["plans"]["serve"]["tpot_s"] <= limit * (1 + 1e-6)
+    h = capped["headline"]
+    assert h["within_limits"] and h["tpot_s"] <= limit * (1 + 1e-6)  # the headline keeps to the limit too
+    assert free["headline"]["tokens_per_s"] >= h["tokens_per_s"] * (1 - 1e-9)
+
+
+def test_replicas_compete_for_the_headline(tmp_path) -> None:
+    data = _report_json(tmp_path, "--replicas", "auto")
+    plain = _report_json(tmp_path)
+    assert data["headline"]["compared"] == plain["headline"]["compared"] + 1  # the deployment is one more plan
+    failed = _report_json(tmp_path, "--replicas", "2")  # seed cannot hold two copies: said, not an error
+    assert "--replicas 2: the cluster cannot hold 2 replicas" in failed["replicas_note"]
+    assert failed["headline"]["compared"] == plain["headline"]["compared"]
+
+
+def test_a_deployment_sums_its_replicas() -> None:
+    """Two copies of one pipeline: twice the tokens/s and GPUs, the same TPOT (report.replicas)."""
+    from partitioner.api import build_problem, load_inputs, solve_problem
+    from partitioner.deploy.deployment import Deployment
+    from partitioner.report.replicas import deployment_candidate
+    from partitioner.report.serving import workload_of
+
+    model, cluster = load_inputs(SMALL, CLUSTER)
+    plan = solve_problem(build_problem(model, cluster, M=8), "dp")
+    one = deployment_candidate(plan, "--tp off", (1, 8), workload_of(model), ())
+    two = deployment_candidate(Deployment((plan, plan), (), False, 0.0), "--replicas 2", (1, 8),
+                               workload_of(model), ())
+    assert one is not None and two is not None
+    m1, m2 = one.row.metrics, two.row.metrics
+    assert m2.tokens_per_s == pytest.approx(2 * m1.tokens_per_s) and m2.tpot_s == m1.tpot_s
+    assert m2.gpus == 2 * m1.gpus == 2 * len(plan.stages) and len(m2.replica_layouts) == 2 and not m1.replica_layouts
+    assert two.source == "`--replicas 2`: 2 pipelines"
+
+
+def test_serve_objective_needs_a_decode_workload(tmp_path) -> None:
+    model = tmp_path / "prefill.yaml"
+    model.write_text(Path(SMALL).read_text().replace("phase: decode", "phase: prefill"), encoding="utf-8")
+    result = invoke("report", str(model), CLUSTER, "--objective", "serve")
+    assert result.exit_code != 0 and "--objective serve plans decode" in result.output
+    bad = invoke("report", SMALL, CLUSTER, "--tpot-ms", "-1")
+    assert bad.exit_code != 0 and "--tpot-ms must be a number of milliseconds > 0" in bad.output
+
+
+def test_the_time_limit_covers_the_charts(tmp_path) -> None:
+    """A budget spent before rendering leaves the charts out, and the page says so (the tables and
+    the headline stay)."""
+    page = tmp_path / "r.html"
+    result = invoke("report", MODEL, CLUSTER, *FAST, "--time-limit", "0.05", "--html", str(page))
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert 'id="charts-left-out"' in html and "<svg" not in html
+    assert 'id="headline"' in html and 'id="table-plans"' in html

@@ -32,7 +32,8 @@ def _choices(command: str, option: str) -> tuple[str, ...]:
     ("plan", "order", registry.ORDERS),
     ("plan", "tp", registry.TP_MODES),
     ("export", "to", tuple(registry.EXPORT_TARGETS)),
-    ("report", "objective", registry.PLAN_OBJECTIVES),
+    ("report", "objective", registry.OBJECTIVES),  # serve too: it gives the serve search most of the budget
+    ("report", "tp", registry.TP_MODES),
     ("report", "solver", registry.EXACT_CHOICES),
     ("score", "regime", registry.REGIMES),
 ])

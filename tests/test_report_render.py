@@ -60,9 +60,13 @@ def test_markdown(report) -> None:
     assert "| --link A:B=1000,1 | 0.1667 tokens/s | +66.7% | 5 s | -28.6% | -28.6% | -9.5% | B, A |" in md
     assert "Supported points only" in md
     head = md[: md.index("## Plans")]
-    assert "- **Run:** B (1) → A (2)" in head  # B: 1 layer (2 s), A: 2 layers (2 s)
-    assert "- **Bottleneck:** stage 0" in head and "τ_max 2 s" in head
-    assert "even): ×1.00 the throughput" in head or "even): does not fit" in head
+    # the closed loop at K = 1: the 1-device plan (P = 6 s, no link) beats the balanced B (1) → A (2) (P = 10 s)
+    assert "- **Layout:** B (3)" in head
+    assert head.index("- **Best:** 1 GPU · 0.1667 tokens/s (0.1667/GPU, 0.1667/user) · TPOT 6 s · ×1.67 vs vLLM's "
+                      "even split") < head.index("- **Layout:**")
+    assert "the makespan objective at M = 1 (Pareto sweep)" in head
+    assert "- **Bottleneck:** stage 0 on B, τ_max 6 s" in head
+    assert "vLLM (even): ×1.67 the throughput (0.1 tokens/s)" in head  # 0.1667 / 0.1
 
 
 def test_phase_whatif_is_its_own_plan(report) -> None:

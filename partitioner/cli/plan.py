@@ -45,6 +45,8 @@ __all__ = ["plan"]
 @click.option("--max-batch", "max_batch", type=click.IntRange(min=1), default=None,
               help="serve: largest batch per micro-batch to consider.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("--progress", "show_progress", is_flag=True,
+              help="Show search progress on stderr even off a terminal or with --json/--export.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Also write the plan JSON here.")
 @click.option("--export", "export", type=click.Choice(list(EXPORT_TARGETS)), default=None,
               help="Print the plan in an engine's format (an engine target also sets --engine).")
@@ -86,6 +88,7 @@ def plan(
     what_if: tuple[str, ...] = (),
     max_machines: int | None = None,
     max_stages: int | None = None,
+    show_progress: bool = False,
 ) -> None:
     """Plan which GPUs, in what order, hold which layers of MODEL on CLUSTER."""
     import time
@@ -152,12 +155,16 @@ def plan(
         from partitioner.cli._output import check_writable
 
         check_writable(out, inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
+    from partitioner.cli._progress import ProgressLine, wants_progress
+
+    line = ProgressLine(wants_progress(show_progress, data_on_stdout=as_json or export is not None))
     if objective == "serve":
         from partitioner.api import serve_plan
 
-        result = serve_plan(model, cluster, regime=regime, solver=solver, order=order,
-                            time_limit_s=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
-                            progress=_serve_progress, engine=engine)
+        with line:
+            result = serve_plan(model, cluster, regime=regime, solver=solver, order=order,
+                                time_limit_s=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
+                                progress=_serve_progress(line), engine=engine)
     else:
         problem = build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
                                 time_limit_s=time_limit, engine=engine)
@@ -166,8 +173,8 @@ def plan(
 
             problem = dataclasses.replace(problem, max_stages=max_stages)
         _engine_notes(problem, solver, engine)
-        progress = None if as_json else _progress_printer()
-        result = solve_problem(problem, solver, progress, engine=engine, cluster=cluster)
+        with line:
+            result = solve_problem(problem, solver, _progress_printer(line), engine=engine, cluster=cluster)
     result = with_metadata(result, model, cluster)
     if out:
         from partitioner.cli._output import safe_write
@@ -243,20 +250,23 @@ def _engine_notes(problem: Any, solver: str, engine: str | None) -> None:
         click.echo(f"note: --engine {line}", err=True)
 
 
-def _serve_progress(batch: int, best: float, elapsed: float) -> None:
-    """The serve search's progress on stderr (after each batch size, once a second has passed)."""
-    click.echo(f"  serve {elapsed:6.2f}s  batch {batch} searched  best {best:,.4g} tokens/s", err=True)
+def _serve_progress(line: Any) -> Any:
+    """The serve search's progress as the one progress line (partitioner.cli._progress)."""
+
+    def show(batch: int, best: float, elapsed: float) -> None:
+        line(f"serve search: batch {batch} searched, best {best:,.4g} tokens/s")
+
+    return show
 
 
-def _progress_printer() -> Any:
-    """A search progress callback that prints each improving incumbent and bound to stderr once
-    the search has run for a second (shorter searches stay quiet)."""
+def _progress_printer(line: Any) -> Any:
+    """Each improving incumbent and bound as the one progress line (partitioner.cli._progress:
+    quiet for the first second, nothing off a terminal or under --json/--export unless --progress)."""
 
     from partitioner.cli._output import fmt_time
 
     def show(incumbent: float, bound: float, elapsed: float) -> None:
-        if elapsed >= 1.0:
-            click.echo(f"  search {elapsed:6.2f}s  incumbent {fmt_time(incumbent)}  bound {fmt_time(bound)}", err=True)
+        line(f"search: incumbent {fmt_time(incumbent)}, bound {fmt_time(bound)}")
 
     return show
 

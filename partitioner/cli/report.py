@@ -7,14 +7,15 @@ from typing import Any
 
 import click
 
-from partitioner.registry import EXACT_CHOICES, ORDERS, PLAN_OBJECTIVES, REGIMES
+from partitioner.cli._parse import PresetName
+from partitioner.cli._report_parts import Options
+from partitioner.registry import EXACT_CHOICES, OBJECTIVES, ORDERS, REGIMES, TP_MODES
 
-__all__ = ["report", "parse_Ms"]
+__all__ = ["report", "parse_Ms", "Options"]
 
 REPORT_MARKER = "partitioner.report/1"
 DEFAULT_TIME_LIMIT_S = 5.0
-DECODE_SHARE = 0.5  # of the budget left after the plans and baselines: the rest is the Pareto sweep's
-MIN_DECODE_S = 0.5  # below this the serve search is skipped (and the report says so)
+PIPED_WIDTH = 140  # columns of the text report when stdout is not a terminal and $COLUMNS is unset
 
 
 def parse_Ms(values: tuple[str, ...]) -> tuple[int, ...]:
@@ -55,7 +56,8 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
         from partitioner.cli._output import safe_write
 
         safe_write(path, text, inputs=inputs, marker=REPORT_MARKER)
-        click.echo(f"wrote {path}", err=True)
+        if path != "-":
+            click.echo(f"wrote {path}", err=True)
 
 
 @click.command("report")
@@ -65,15 +67,30 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
               help="Micro-batch counts for the T(M) tables (repeatable; default 1,8,32,100).")
 @click.option("--plan-M", "plan_M", type=click.IntRange(min=1), default=8, show_default=True,
               help="M the plans are optimised for (makespan objective, tie-breaks).")
-@click.option("--objective", type=click.Choice(PLAN_OBJECTIVES), default="balanced",
-              show_default=True, help="Objective of the base plan the what-ifs are compared with.")
+@click.option("--objective", type=click.Choice(OBJECTIVES), default="balanced", show_default=True,
+              help="Objective of the base plan the what-ifs are compared with; serve: give the batch and "
+                   "in-flight search most of the budget (the headline is the most tokens/s either way).")
+@click.option("--tpot-ms", "tpot_ms", type=float, default=None,
+              help="Time-per-output-token limit (ms) of the serve search and of the headline's choice.")
+@click.option("--ttft-ms", "ttft_ms", type=float, default=None,
+              help="Time-to-first-token limit (ms) of the serve search and of the headline's choice.")
+@click.option("--engine", "engine", type=PresetName("engines"), default=None,
+              help="Cost every plan with this engine's overheads (a preset of `partition catalog engines`).")
+@click.option("--replicas", default="1", show_default=True, metavar="auto|N",
+              help="Also plan disjoint pipelines (as partition plan --replicas); the headline shows them when "
+                   "they give the most tokens/s.")
+@click.option("--tp", type=click.Choice(TP_MODES), default=None,
+              help="Tensor-parallel groups inside nodes for the --replicas deployment (as partition plan --tp).")
+@click.option("--progress", "progress", is_flag=True,
+              help="Show progress on stderr even off a terminal or with --json - (one updating line on a terminal).")
 @click.option("--base-regime", type=click.Choice(REGIMES), default="async", show_default=True,
               help="Regime of the compared plans and the Pareto sweep.")
 @click.option("--solver", type=click.Choice(EXACT_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(ORDERS), default=None, help="Override the cluster file's order.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIME_LIMIT_S,
               show_default=True,
-              help="Wall-clock budget of the whole report, seconds; plans it leaves unproven show their gap.")
+              help="Wall-clock budget of the whole report, rendering included, seconds; plans it leaves "
+                   "unproven show their gap.")
 @click.option("--pareto-max-M", "pareto_max_M", type=click.IntRange(min=1), default=4096, show_default=True,
               help="Largest M of the Pareto sweep (powers of two from 1).")
 @click.option("--without", multiple=True, metavar="DEVICE", help="What-if: drop a device.")
@@ -88,11 +105,14 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Write a self-contained HTML page here.")
 def report(*, model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int, objective: str,
-           base_regime: str, solver: str, order: str | None, time_limit: float | None, pareto_max_M: int,
-           without: tuple[str, ...], with_: tuple[str, ...], link: tuple[str, ...], regime: tuple[str, ...],
-           phase: tuple[str, ...], export: str, md_out: str | None, json_out: str | None,
+           tpot_ms: float | None, ttft_ms: float | None, engine: str | None, replicas: str, tp: str | None,
+           progress: bool, base_regime: str, solver: str, order: str | None, time_limit: float | None,
+           pareto_max_M: int, without: tuple[str, ...], with_: tuple[str, ...], link: tuple[str, ...],
+           regime: tuple[str, ...], phase: tuple[str, ...], export: str, md_out: str | None, json_out: str | None,
            html_out: str | None) -> None:
     """Compare optimal plans, engine baselines and GPipe on MODEL and CLUSTER, with what-ifs."""
+    from partitioner.cli._progress import ProgressLine, wants_progress
+    from partitioner.cli.plan import _check_serve_options
     from partitioner.report.solving import Deadline
     from partitioner.report.whatif import parse_variations
 
@@ -100,12 +120,17 @@ def report(*, model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: i
     inputs = (model_file, cluster_file)
     _check_outputs({"--md": md_out, "--json": json_out, "--html": html_out}, inputs)
     _check_target(export)
+    _check_serve_options("serve", tpot_ms, ttft_ms, None)
     M_list = parse_Ms(Ms)
     variations = parse_variations(without=without, with_=with_, link=link, regime=regime, phase=phase)
-    rep = _build(model_file, cluster_file, Ms=M_list, plan_M=plan_M, objective=objective, base_regime=base_regime,
-                 solver=solver, order=order, deadline=deadline, pareto_max_M=pareto_max_M, variations=variations,
-                 export=export, charts=html_out is not None)
-    _show(rep, md_out, json_out, html_out, inputs)
+    stdout_data = "-" in (md_out, json_out, html_out)
+    opts = Options(objective=objective, tpot_ms=tpot_ms, ttft_ms=ttft_ms, engine=engine, replicas=replicas, tp=tp)
+    with ProgressLine(wants_progress(progress, data_on_stdout=stdout_data)) as line:
+        rep = _build(model_file, cluster_file, Ms=M_list, plan_M=plan_M, opts=opts, base_regime=base_regime,
+                     solver=solver, order=order, deadline=deadline, pareto_max_M=pareto_max_M,
+                     variations=variations, export=export, charts=html_out is not None, say=line)
+        line("rendering")
+        _show(rep, md_out, json_out, html_out, inputs, text=not stdout_data, deadline=deadline)
 
 
 def _check_target(target: str) -> None:
@@ -116,23 +141,23 @@ def _check_target(target: str) -> None:
         raise InputError(f"--export {target!r}: unknown target; valid targets: {', '.join(TARGETS)}")
 
 
-def _progress(deadline: Any) -> Any:
-    """Print each step on stderr once the report has run for more than a second."""
+def _progress(deadline: Any, say: Any) -> Any:
+    """Each step as the one progress line (`cli._progress`), with the budget it runs in."""
 
-    def say(what: str) -> None:
-        t = deadline.elapsed()
-        if t > 1.0:
-            left = "" if deadline.seconds is None else f" of {deadline.seconds:g} s"
-            click.echo(f"  report {t:5.1f}s{left}: {what}", err=True)
+    def step(what: str) -> None:
+        left = "" if deadline.seconds is None else f" (budget {deadline.seconds:g} s)"
+        say(f"report{left}: {what.strip()}")
 
-    return say
+    return step
 
 
-def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: int, objective: str,
+def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: int, opts: Options,
            base_regime: str, solver: str, order: str | None, deadline: Any, pareto_max_M: int,
-           variations: Any, export: str, charts: bool) -> Any:
-    from partitioner.api import build_problem, with_metadata
-    from partitioner.models import load_cluster, load_model
+           variations: Any, export: str, charts: bool, say: Any) -> Any:
+    from partitioner.api import build_problem, load_inputs
+    from partitioner.cli._deploy import _with_metadata as with_metadata
+    from partitioner.cli._report_parts import decode_search, no_fit_report, replicas_search
+    from partitioner.errors import InfeasibleError
     from partitioner.report.build import build_report
     from partitioner.report.headline import engine_command
     from partitioner.report.pareto import pareto_Ms
@@ -140,60 +165,69 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
     from partitioner.report.solving import CHARTS_S, RESERVE_S, Solves
     from partitioner.report.whatif import prepare, run
 
-    model, cluster = load_model(model_file), load_cluster(cluster_file)
-    problem = build_problem(model, cluster, M=plan_M, regime=base_regime, objective=objective, order=order)
+    model, cluster = load_inputs(model_file, cluster_file)
+    if opts.objective == "serve" and getattr(getattr(model, "workload", None), "phase", "decode") == "prefill":
+        from partitioner.errors import InputError
+
+        raise InputError("--objective serve plans decode, but the model's workload is prefill (workload: phase:)")
+
+    def problem_of(m: Any, c: Any, regime: str) -> Any:
+        return build_problem(m, c, M=plan_M, regime=regime, objective=opts.base, order=order, engine=opts.engine)
+
+    problem = problem_of(model, cluster, base_regime)
     prepared = prepare(model, cluster, variations, base_regime)
-    progress = _progress(deadline)
+    progress = _progress(deadline, say)
     reserve = RESERVE_S + (CHARTS_S if charts else 0.0)
     solves = Solves(problem, solver, deadline, progress, reserve)
 
     def planner(m: Any, c: Any, regime: str) -> Any:
         if m is model and c is cluster:  # a --regime what-if: same tables, shared memo
             return solves.plan(regime=regime)
-        p = build_problem(m, c, M=plan_M, regime=regime, objective=objective, order=order)
-        return Solves(p, solver, deadline, progress, reserve).plan()
+        return Solves(problem_of(m, c, regime), solver, deadline, progress, reserve).plan()
 
-    rep = build_report(
-        problem, Ms=Ms, solver=solver, base=objective, pareto_Ms=pareto_Ms(pareto_max_M),
-        cluster=getattr(cluster, "name", "") or Path(cluster_file).stem,
-        whatif=(lambda base: run(prepared, base, base_regime, planner)) if prepared else None,
-        deadline=deadline, progress=progress, workload=workload_of(model),
-        commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),
-        solves=solves,
-        decode=lambda: _decode(model, cluster, base_regime, order, Ms, deadline, progress, reserve),
-    )
-    return rep
-
-
-def _decode(model: Any, cluster: Any, regime: str, order: str | None, Ms: tuple[int, ...], deadline: Any,
-            progress: Any, reserve: float) -> Any:
-    """The serve objective's plan beside the baselines at its batch and in-flight count
-    (partitioner.report.decode), searched in up to DECODE_SHARE of the budget left after `reserve`;
-    else why there is none (a prefill workload, too little time left, no plan)."""
-    from partitioner.errors import PartitionerError
-    from partitioner.report.decode import decode_comparison
-
-    if getattr(getattr(model, "workload", None), "phase", "decode") == "prefill":
-        return "the workload is prefill; the serve objective plans decode"
-    left = deadline.left() - reserve
-    if DECODE_SHARE * left < MIN_DECODE_S:
-        return (f"skipped: the time limit leaves under {MIN_DECODE_S:g} s for the serve search "
-                "(raise --time-limit, or run `partition plan --objective serve`)")
-    progress("decode: the serve objective's batch and in-flight search")
+    name = getattr(cluster, "name", "") or Path(cluster_file).stem
     try:
-        return decode_comparison(model, cluster, regime=regime, order=order, Ms=Ms,
-                                 time_limit_s=None if left == float("inf") else DECODE_SHARE * left)
-    except PartitionerError as exc:
-        return f"no serve plan: {exc}"
+        return build_report(
+            problem, Ms=Ms, solver=solver, base=opts.base, pareto_Ms=pareto_Ms(pareto_max_M), cluster=name,
+            whatif=(lambda base: run(prepared, base, base_regime, planner)) if prepared else None,
+            deadline=deadline, progress=progress, workload=workload_of(model),
+            commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),  # Plan or Deployment
+            solves=solves,
+            decode=lambda: decode_search(model, cluster, base_regime, order, Ms, deadline, progress, reserve, opts),
+            tpot_s=None if opts.tpot_ms is None else opts.tpot_ms / 1e3,
+            ttft_s=None if opts.ttft_ms is None else opts.ttft_ms / 1e3,
+            deployment=replicas_search(model, cluster, opts, plan_M, base_regime, solver, order, Ms, deadline, reserve,
+                                 progress),
+        )
+    except InfeasibleError as exc:
+        progress("the model does not fit: trying --with additions")
+        return no_fit_report(str(exc), problem, model, cluster, name, Ms, opts.base, solves, deadline, reserve,
+                       lambda m, c: planner(m, c, base_regime))
+
+
+def _width() -> int:
+    """The terminal's width; PIPED_WIDTH when stdout is not a terminal ($COLUMNS wins)."""
+    import os
+    import sys
+
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    if sys.stdout.isatty():
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    return PIPED_WIDTH
 
 
 def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | None,
-          inputs: tuple[str, str]) -> None:
+          inputs: tuple[str, str], text: bool = True, deadline: Any = None) -> None:
+    """The text report on stdout (unless an output goes there: `-`), then the files; the HTML
+    page's charts each start only while the budget leaves CHART_S (times the machine's
+    slowdown) for it, so the page keeps within --time-limit (the page says which it left out)."""
     from rich.console import Console
 
     from partitioner.report.render_text import render_text
 
-    render_text(rep, console=Console(highlight=False))  # the terminal's width (80 when piped)
+    if text:
+        render_text(rep, console=Console(highlight=False, width=_width()))
     if md_out:
         from partitioner.report.render_md import render_md
 
@@ -204,5 +238,9 @@ def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | No
         _write(json_out, render_json(rep), inputs)
     if html_out:
         from partitioner.report.html import render_html
+        from partitioner.report.solving import CHART_S
 
-        _write(html_out, render_html(rep), inputs)
+        def more_time() -> bool:
+            return deadline is None or deadline.left() > CHART_S * deadline.slowdown()
+
+        _write(html_out, render_html(rep, more_time), inputs)

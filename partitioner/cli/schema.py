@@ -1,4 +1,5 @@
-"""`partition schema model|cluster|plan`: the JSON Schema of model.yaml, cluster.yaml or plan.json (from pydantic)."""
+"""`partition schema model|cluster|plan|report`: the JSON Schema of model.yaml, cluster.yaml, plan.json or the
+report JSON (from pydantic)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ def json_schema(kind: str) -> dict[str, Any]:
         from partitioner.export.load import plan_json_schema
 
         return plan_json_schema()
+    if kind == "report":
+        from partitioner.report.schema import report_json_schema
+
+        return report_json_schema()
     from pydantic import BaseModel
 
     from partitioner.models import ClusterSpec, ModelSpec
@@ -31,9 +36,10 @@ def json_schema(kind: str) -> dict[str, Any]:
 
 
 @click.command("schema")
-@click.argument("kind", type=click.Choice(["model", "cluster", "plan"]))
+@click.argument("kind", type=click.Choice(["model", "cluster", "plan", "report"]))
 def schema(kind: str) -> None:
-    """Print the JSON Schema of model or cluster files (editor validation) or of plan.json."""
+    """Print the JSON Schema of model or cluster files (editor validation), of plan.json or of the
+    report JSON (`partition report --json`)."""
     import json
 
     click.echo(json.dumps(json_schema(kind), indent=2))

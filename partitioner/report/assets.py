@@ -26,32 +26,38 @@ CALC_UNITS: dict[str, str] = {
 CSS = """
 * { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; padding: 1em 1.5em;
-       max-width: 1400px; color: #222; line-height: 1.4; }
+       max-width: 1400px; color: #222; line-height: 1.4; overflow-wrap: break-word; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.85em; max-width: 100%; }
+.scroll { max-width: 100%; overflow-x: auto; margin: 0.6em 0; }
+table { border-collapse: collapse; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; vertical-align: top; }
-td { overflow-wrap: anywhere; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td { max-width: 40em; }
+td.num, th, td:first-child { white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f3f3f3; }
 .note { color: #555; font-size: 0.85em; }
 .bad { color: #b00; font-weight: bold; }
 td.bad { background: #fdecec; }
+[data-key] { white-space: nowrap; }
 #headline { border: 1px solid #bbb; border-radius: 6px; padding: 0.4em 1em; background: #f8faff; }
 #headline ul { margin: 0.3em 0; padding-left: 1.2em; }
 #headline li { margin: 0.15em 0; }
 #headline .big { font-size: 1.15em; font-weight: 600; }
+#headline .warning { color: #8a4b00; }
+#headline .warning::before { content: "warning: "; font-weight: bold; }
 pre.command { background: #f4f4f4; border: 1px solid #ddd; padding: 0.5em; font-size: 0.85em;
-              white-space: pre-wrap; overflow-wrap: anywhere; }
-.chart svg { width: 100%; max-width: 960px; height: auto; display: block; }
+              white-space: pre; overflow-x: auto; max-width: 100%; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 560px), 1fr)); gap: 0 2em; }
+.chart { min-width: 0; }
+.chart svg { width: 100%; max-width: 640px; height: auto; display: block; }
 .chart svg text { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
 #calc label { display: inline-block; min-width: 6em; }
 #calc input { font-family: monospace; width: 28em; max-width: 100%; margin: 2px 0; }
 #calc-error { color: #b00; min-height: 1.2em; font-weight: bold; }
-#calc-out td.num { white-space: normal; text-align: left; }
-@media (max-width: 1000px) {
+#calc-out td.num { white-space: normal; text-align: left; overflow-wrap: anywhere; }
+@media (max-width: 700px) {
   body { padding: 0.5em 0.8em; }
-  table { font-size: 0.78em; }
-  td.num { white-space: normal; }
+  table { font-size: 0.8em; }
   th, td { padding: 2px 3px; }
 }
 """

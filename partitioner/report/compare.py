@@ -22,6 +22,7 @@ from partitioner.result import Plan
 if TYPE_CHECKING:
     from partitioner.report.decode import Decode
     from partitioner.report.headline import Headline
+    from partitioner.report.nofit import NoFit
 
 __all__ = [
     "DEFAULT_MS",
@@ -104,6 +105,8 @@ class PlanMetrics:
     serving_source: str = ""
     binding: str = ""  # what limits tokens/s (partitioner.serving: bottleneck, round_trip, kv_capacity, ...)
     max_sequences: int | None = None  # KV capacity in sequences, the least over stages (serving model)
+    gpus: int = 0  # GPUs the plan uses (a TP group counts each member)
+    replica_layouts: tuple[str, ...] = ()  # a deployment of several pipelines: each one's layout
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,8 @@ class ParetoPoint:
     devices: tuple[str, ...]
     layers: tuple[tuple[int, int], ...]
     optimal: bool = True  # False: the best plan found within the budget (see its lower bound)
+    tokens_per_s: float = 0.0  # `serving.serving_numbers` at the report's workload
+    tpot_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +184,8 @@ class Report:
     serve_frontier: tuple[dict[str, Any], ...] = ()  # serve objective's tokens/s-vs-TPOT points (serving.search)
     decode: Decode | None = None  # the serve plan beside each baseline at its batch and in-flight count
     decode_note: str = ""  # why there is no decode comparison (prefill workload, time limit, no fit)
+    nofit: NoFit | None = None  # the model does not fit: shortfall per device, the smallest additions
+    replicas_note: str = ""  # why --replicas/--tp gave no plan
 
     def row(self, name: str) -> PlanRow:
         for r in self.rows:
@@ -242,6 +249,7 @@ def plan_metrics(plan: Plan, Ms: Sequence[int], workload: Workload | None = None
         serving_source=sv.source,
         binding=sv.binding,
         max_sequences=getattr(plan.serving, "max_sequences", None),
+        gpus=sum(int(getattr(st, "tp", 1) or 1) for st in plan.stages),
     )
 
 

@@ -32,6 +32,7 @@ class Decode:
     rows: tuple[PlanRow, ...]  # "serve" first, then the baselines in registry order
     frontier: tuple[dict[str, Any], ...]  # the serve search's tokens/s-vs-TPOT points
     gains: tuple[tuple[str, float | None], ...] = ()  # per baseline: serve tokens/s / its tokens/s (None: no fit)
+    plans: tuple[Any, ...] = ()  # the Plan of each row (None: no plan), for the headline's command
 
     def row(self, name: str) -> PlanRow:
         return next(r for r in self.rows if r.name == name)
@@ -47,32 +48,38 @@ def _gains(rows: Sequence[PlanRow]) -> tuple[tuple[str, float | None], ...]:
     return tuple(out)
 
 
-def _baseline_rows(problem: Any, Ms: Sequence[int], workload: Workload) -> list[PlanRow]:
+def _baseline_rows(problem: Any, Ms: Sequence[int], workload: Workload) -> tuple[list[PlanRow], list[Any]]:
     from partitioner import solvers
     from partitioner.errors import PartitionerError
     from partitioner.registry import BASELINES
     from partitioner.result import Plan
 
-    rows = []
+    rows: list[PlanRow] = []
+    plans: list[Any] = []
     for name in BASELINES:
         try:
             plan = Plan.from_solution(problem, solvers.solve(problem, name))
         except PartitionerError as exc:
             rows.append(infeasible_row(name, "baseline", str(exc)))
+            plans.append(None)
             continue
         rows.append(plan_row(name, "baseline", plan, Ms, workload))
-    return rows
+        plans.append(plan)
+    return rows, plans
 
 
 def decode_comparison(model: Any, cluster: Any, *, regime: str, order: str | None, time_limit_s: float | None,
-                      Ms: Sequence[int], engine: str | None = None) -> Decode:
-    """Search the serve objective within `time_limit_s`, then solve every baseline at its (B, K)."""
+                      Ms: Sequence[int], engine: str | None = None, tpot_ms: float | None = None,
+                      ttft_ms: float | None = None, progress: Any = None) -> Decode:
+    """Search the serve objective within `time_limit_s` (and the TPOT/TTFT limits), then solve
+    every baseline at its (B, K)."""
     from partitioner.api import serve_plan
     from partitioner.costs import build_tables
     from partitioner.problem import Problem
     from partitioner.serving.points import with_in_flight
 
-    served = serve_plan(model, cluster, regime=regime, order=order, time_limit_s=time_limit_s, engine=engine)
+    served = serve_plan(model, cluster, regime=regime, order=order, time_limit_s=time_limit_s, engine=engine,
+                        tpot_ms=tpot_ms, ttft_ms=ttft_ms, progress=progress)
     s = served.serving
     assert s is not None  # serve_plan always scores its plan
     B, K = int(s.batch), int(s.in_flight)
@@ -80,5 +87,6 @@ def decode_comparison(model: Any, cluster: Any, *, regime: str, order: str | Non
     problem = Problem(tables, M=K, regime=regime, objective="throughput",  # type: ignore[arg-type]
                       order=order or str(getattr(cluster, "order", "free")))  # type: ignore[arg-type]
     workload = Workload(batch=B)
-    rows = [plan_row("serve", "optimal", served, Ms, workload), *_baseline_rows(problem, Ms, workload)]
-    return Decode(B, K, tuple(rows), tuple(served.frontier), _gains(rows))
+    base_rows, base_plans = _baseline_rows(problem, Ms, workload)
+    rows = [plan_row("serve", "optimal", served, Ms, workload), *base_rows]
+    return Decode(B, K, tuple(rows), tuple(served.frontier), _gains(rows), (served, *base_plans))

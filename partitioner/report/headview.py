@@ -14,7 +14,7 @@ from partitioner.report.headline import Headline
 from partitioner.report.tables import Cell, layout, rate, secs, text
 from partitioner.report.units import fmt_ratio
 
-__all__ = ["Line", "headline_lines", "plain"]
+__all__ = ["LEAD", "Line", "headline_lines", "plain"]
 
 Fragment = str | Cell
 
@@ -108,25 +108,85 @@ def _fixes(h: Headline) -> tuple[tuple[Fragment, ...], tuple[tuple[Fragment, ...
     return summary, tuple(_fix(h, i) for i in order)
 
 
+LEAD = 3  # the lines before the engine command: the numbers, how the plan was found, its layout
+
+
+def _short(x: float) -> str:
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.4g}"
+
+
+def _best(h: Headline) -> tuple[Fragment, ...]:
+    """"21 GPUs · 1,873 tokens/s (89.2/GPU, 14.9/user) · TPOT 67.3 ms · TTFT 1.2 s · ×2.16 vs vLLM's even split"."""
+    per: list[Fragment] = [Cell(f"{_short(h.tokens_per_gpu)}/GPU", "headline.tokens_per_gpu", h.tokens_per_gpu,
+                                h.tokens_unit)]
+    if h.tokens_per_user is not None:
+        per += [", ", Cell(f"{_short(h.tokens_per_user)}/user", "headline.tokens_per_user", h.tokens_per_user,
+                           h.tokens_unit)]
+    out: list[Fragment] = [f"{h.gpus} GPU{'' if h.gpus == 1 else 's'} · ", rate(h.tokens_per_s, "headline.tokens_per_s", h.tokens_unit),
+                           " (", *per, ")"]
+    if h.tpot_s is not None:
+        out += [" · TPOT ", secs(h.tpot_s, "headline.tpot_s")]
+    if h.ttft_s is not None:
+        out += [" · TTFT ", secs(h.ttft_s, "headline.ttft_s")]
+    even = next((g for g in h.gains if g.name == "even"), None)
+    if h.vs_even is not None:
+        out += [" · ", _ratio(h.vs_even, "headline.vs_even"), " vs vLLM's even split"]
+    elif even is not None:
+        out += [" · vLLM's even split does not fit"]
+    return tuple(out)
+
+
+def _how(h: Headline) -> tuple[Fragment, ...]:
+    proof = ("proven optimal for its objective" if h.optimal else f"within {h.gap:.1%} of its bound" if 0 < h.gap < 0.999
+             else "best found within the time limit")
+    out = f"{h.source} ({proof}): the most {h.tokens_unit} of the {h.compared} plans this report compares"
+    if not h.within_limits:
+        out += "; none meets the --tpot-ms/--ttft-ms limits, so the fastest is shown"
+    return (out,)
+
+
+def _nofit(report: Report) -> tuple[Line, ...]:
+    """A model that does not fit: why, the total shortfall, the smallest addition that fits."""
+    nf = report.nofit
+    if nf is None:
+        return ()
+    short = sum(f.short_gb for f in nf.shortfall)
+    lines = [Line("Does not fit", (nf.reason.split("; ")[0],),
+                  ((f"{len([f for f in nf.shortfall if f.short_gb > 0])} of {len(nf.shortfall)} devices short by "
+                    f"{short:.1f} GB in all in the memory-proportional split (table below)",),) if nf.shortfall else ())]
+    if not nf.additions:
+        lines.append(Line("Smallest addition", (f"none of the cluster's GPU types fits it with up to {nf.max_added} "
+                                                "more",)))
+        return tuple(lines)
+    a = nf.additions[0]
+    parts: list[Fragment] = [f"{a.flags}: {a.gpus} GPUs · ", rate(a.tokens_per_s, "nofit.additions.0.tokens_per_s",
+                                                                  "tokens/s")]
+    if a.tpot_s is not None:
+        parts += [" · TPOT ", secs(a.tpot_s, "nofit.additions.0.tpot_s")]
+    lines.append(Line("Smallest addition", tuple(parts),
+                      ((f"add {'it' if a.count == 1 else 'them'} to cluster.yaml (devices: "
+                        f"{{name: ..., gpu: {a.gpu}, node: {a.node}}}) for the whole report of that cluster",),)))
+    return tuple(lines)
+
+
 def headline_lines(report: Report) -> tuple[Line, ...]:
-    """The headline block (empty when the base plan has no stages)."""
+    """The headline block: `LEAD` lines, then the details (a model that does not fit: why and the
+    smallest addition that fits)."""
     h = report.headline
     if h is None:
-        return ()
-    row = report.row(h.plan)
-    proof = "proven optimal" if row.optimal else "best plan found within the time limit"
-    lines = [Line("Run", (layout(h.devices, h.decoder_layers, h.ends, compact=True),),
-                  ((f"the {h.plan} plan, {proof}; devices in pipeline order with their decoder layers",),))]
-    thr: list[Fragment] = [rate(h.tokens_per_s, "headline.tokens_per_s", h.tokens_unit)]
-    if h.tpot_s is not None:
-        thr += [", TPOT ", secs(h.tpot_s, "headline.tpot_s")]
-    if h.ttft_s is not None:
-        thr += [", TTFT ", secs(h.ttft_s, "headline.ttft_s")]
-    thr += [" (", rate(h.throughput, "headline.throughput", "micro-batches/s"), "; ", h.serving_source, "); ",
-            "first micro-batch through every stage ", secs(h.first_latency, "headline.first_latency")]
-    lines.append(Line("Throughput", tuple(thr)))
+        return _nofit(report)
+    lay = (Line("Layout", (f"{len(h.replica_layouts)} pipelines, devices in pipeline order with their decoder layers",),
+                tuple((f"replica {i}: {x}",) for i, x in enumerate(h.replica_layouts)))
+           if h.replica_layouts else
+           Line("Layout", (layout(h.devices, h.decoder_layers, h.ends, compact=True),),
+                (("devices in pipeline order with their decoder layers",),)))
+    lines = [Line("Best", _best(h)), Line("Plan", _how(h) + ((f"; no {report.replicas_note}",)
+                                                              if report.replicas_note else ())), lay]
+    thr: list[Fragment] = [rate(h.throughput, "headline.throughput", "micro-batches/s"), f" ({h.serving_source}); ",
+                           "first micro-batch through every stage ", secs(h.first_latency, "headline.first_latency")]
+    lines.append(Line("Pipeline", tuple(thr)))
     lines.append(Line("Against the engines", () if h.gains else ("no baseline compared",), _gains(h)))
-    if report.decode is not None:
+    if report.decode is not None and h.plan != "serve":  # else the lines above are the serve plan's
         lines.append(_decode(report.decode))
     elif report.decode_note:
         lines.append(Line("Decode", (report.decode_note,)))

@@ -13,14 +13,15 @@ import json
 import re
 from collections.abc import Callable
 from html import escape
+from typing import Any
 
 from partitioner.report.assets import CALC_KEYS, CALC_UNITS, CALCULATOR_JS, CSS
 from partitioner.report.compare import Report
-from partitioner.report.headview import headline_lines
+from partitioner.report.headview import LEAD, headline_lines
 from partitioner.report.render_json import REPORT_FORMAT, report_dict
 from partitioner.report.tables import Cell, Table, report_tables
 
-__all__ = ["GANTT_MAX_M", "CHARTS", "render_html"]
+__all__ = ["GANTT_MAX_M", "CHARTS", "accessible", "render_html"]
 
 GANTT_MAX_M = 8  # the Gantt chart shows at most this many micro-batches
 COMMAND_OPEN_LINES = 16  # a longer engine command starts folded (click to open)
@@ -48,35 +49,51 @@ def _span(part: str | Cell) -> str:
     return f"<span{cls} {_attrs(part)}>{escape(part.text)}</span>"
 
 
-def _headline(report: Report) -> str:
-    lines = headline_lines(report)
-    if not lines:
-        return ""
+def _items(lines: Any, big: int = 0) -> str:
     items = []
     for i, line in enumerate(lines):
         body = "".join(_span(p) for p in line.parts)
         sub = "".join(f"<li>{''.join(_span(p) for p in s)}</li>" for s in line.sub)
-        cls = ' class="big"' if i < 2 else ""
+        cls = ' class="big"' if i < big else ""
         items.append(f"<li><b>{escape(line.label)}:</b> <span{cls}>{body}</span>" + (f"<ul>{sub}</ul>" if sub else "")
                      + "</li>")
-    h = report.headline
-    cmd = ""
-    if h is not None and h.command is not None and h.command.text:
-        notes = "".join(f'<li class="note">{escape(n)}</li>' for n in h.command.notes)
-        n = len(h.command.text.splitlines())
-        cmd = (f'<details{" open" if n <= COMMAND_OPEN_LINES else ""}><summary><b>Run it</b> with '
-               f"{escape(h.command.target)} (<code>partition export {escape(h.command.target)}</code>, {n} lines)"
-               f'</summary>\n<pre class="command">{escape(h.command.text)}</pre>' + (f"<ul>{notes}</ul>" if notes else "")
-               + "</details>")
-    return f'<section id="headline"><h2>The plan in brief</h2>\n<ul>{"".join(items)}</ul>\n{cmd}</section>'
+    return f"<ul>{''.join(items)}</ul>" if items else ""
 
+
+def _command(report: Report) -> str:
+    """"Run it": the command in a scrolling box (never wrapped: copied lines stay whole), the
+    export's warnings above it."""
+    h = report.headline
+    if h is None or h.command is None:
+        return ""
+    c = h.command
+    notes = "".join(f'<li class="note">{escape(n)}</li>' for n in c.notes)
+    if not c.text:
+        return f"<p><b>Run it</b> with {escape(c.target)}: </p><ul>{notes}</ul>"
+    warnings = "".join(f'<li class="warning">{escape(w)}</li>' for w in c.warnings)
+    n = len(c.text.splitlines())
+    return ((f'<ul class="warnings">{warnings}</ul>' if warnings else "")  # visible even with the command folded
+            + f'<details{" open" if n <= COMMAND_OPEN_LINES else ""}><summary><b>Run it</b> with '
+            f"{escape(c.target)} (<code>partition export {escape(c.target)}</code>, {n} lines"
+            + (f"; read the {len(c.warnings)} warning(s) above first" if c.warnings else "") + ")</summary>\n"
+            + f'<pre class="command">{escape(c.text)}</pre>' + (f"<ul>{notes}</ul>" if notes else "") + "</details>")
+
+
+def _headline(report: Report) -> str:
+    lines = headline_lines(report)
+    if not lines:
+        return ""
+    title = "The plan in brief" if report.headline is not None else "The model does not fit"
+    return (f'<section id="headline"><h2>{title}</h2>\n{_items(lines[:LEAD], big=1)}\n{_command(report)}\n'
+            f"{_items(lines[LEAD:])}</section>")
 
 
 def _table(t: Table) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in t.columns)
     body = "\n".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in t.rows)
     note = f'<p class="note">{escape(t.note)}</p>' if t.note else ""
-    inner = f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>" if t.rows else "<p>(none)</p>"
+    inner = (f'<div class="scroll" tabindex="0" role="region" aria-label="{escape(t.title)}"><table><thead><tr>{head}'
+             f"</tr></thead><tbody>\n{body}\n</tbody></table></div>" if t.rows else "<p>(none)</p>")
     return f'<section id="table-{t.name}"><h2>{escape(t.title)}</h2>\n{inner}\n{note}</section>'
 
 
@@ -108,7 +125,20 @@ def _serving(report: Report) -> str | None:
 
     if not report.serve_frontier:
         return None
-    return inline_svg(serving_chart_svg({"serve (best split per batch and in-flight count)": report.serve_frontier}))
+    from partitioner.report.charts import FONT_PT, WIDTH_IN
+
+    marks: dict[str, tuple[float, float]] = {}
+    dec = report.decode
+    for r in dec.rows if dec is not None else ():
+        m = r.metrics
+        if m is None or not r.feasible or not m.tpot_s:
+            continue
+        name = (f"serve plan, batch {dec.batch} × {dec.in_flight}" if r.name == "serve"  # type: ignore[union-attr]
+                else f"{r.label} ({r.name}) at that batch")
+        marks[name] = (1.0 / m.tpot_s, m.tokens_per_s / len(m.devices))
+    svg = serving_chart_svg({"serve frontier (best split per batch and in-flight count)": report.serve_frontier},
+                            title="", label_points=False, marks=marks, font_pt=FONT_PT, size_in=(WIDTH_IN, 4.4))
+    return inline_svg(svg)
 
 
 def _pareto(report: Report) -> str | None:
@@ -126,26 +156,41 @@ CHARTS: list[tuple[str, str, str, Callable[[Report], str | None]]] = [
      "T(M)/M for every compared plan against M on a log axis: it starts at the first latency (M = 1) and falls to "
      "the period 1/throughput; plans that do not fit are dashed; plans with equal T(M) share one line.",
      _makespan),
-    ("chart-pareto", "Pareto frontier",
-     "Supported points minimise T(M) = latency + (M − 1)·period for some M; markers are the compared plans.",
-     _pareto),
+    ("chart-pareto", "Pareto frontier in tokens/s",
+     "Supported points minimise T(M) = latency + (M − 1)·period for some M (the table below lists each M); squares "
+     "are the optimal plans, triangles the engines' splits, the star the recommended plan.", _pareto),
     ("chart-serving", "Serving: decode tokens/s per GPU against tokens/s per user",
      "The serve objective's Pareto frontier (closed-loop decode, KV capacity min over stages): each point is a "
      "batch B and in-flight count K with its best split; further right is faster per user (1/TPOT), higher is "
-     "more throughput per GPU.", _serving),
+     "more throughput per GPU. The star is the serve plan, triangles the engines' splits at its batch.", _serving),
     ("chart-gantt", "Schedule of the first micro-batches (simulator)",
      "Recurrences (1)/(2) simulated for the base plan.", _gantt),
 ]
 
 
-def _charts(report: Report) -> str:
-    out = []
+def accessible(svg: str, title: str, caption: str) -> str:
+    """The inline SVG with role="img", an aria-label and a <title> (read by screen readers,
+    shown as a tooltip)."""
+    label = escape(f"{title}. {caption}", quote=True)
+    head, sep, rest = svg.partition(">")
+    return f'{head} role="img" aria-label="{label}"{sep}<title>{escape(title)}</title>{rest}'
+
+
+def _charts(report: Report, more_time: Callable[[], bool] = lambda: True) -> str:
+    """The charts, each drawn while `more_time()` holds (a chart left out says so)."""
+    out, left_out = [], []
     for ident, title, caption, draw in CHARTS:
+        if not more_time():
+            left_out.append(title)
+            continue
         chart = draw(report)
         if chart is not None:
             out.append(f'<section id="{ident}" class="chart"><h2>{escape(title)}</h2>\n'
-                       f'<p class="note">{escape(caption)}</p>\n{chart}\n</section>')
-    return "\n".join(out)
+                       f'<p class="note">{escape(caption)}</p>\n{accessible(chart, title, caption)}\n</section>')
+    if left_out:
+        out.append(f'<p class="note" id="charts-left-out">Left out to keep within --time-limit: '
+                   f"{escape(', '.join(left_out))}.</p>")
+    return f'<div class="charts">{"".join(out)}</div>' if out else ""
 
 
 def _calculator(report: Report) -> str:
@@ -178,15 +223,16 @@ def _json_script(report: Report) -> str:
     return f'<script type="application/json" id="report-json">{text}</script>'
 
 
-def _charts_and_tables(report: Report, tables: dict[str, str]) -> str:
+def _charts_and_tables(report: Report, tables: dict[str, str], more_time: Callable[[], bool]) -> str:
     """The plan table first, then the charts, then the detail tables (memory last)."""
-    first = ("plans", "layouts")
-    return "\n".join([*(tables[k] for k in first), _charts(report),
+    first = [k for k in ("shortfall", "additions", "plans", "layouts") if k in tables]
+    return "\n".join([*(tables[k] for k in first), _charts(report, more_time),
                       *(v for k, v in tables.items() if k not in first)])
 
 
-def render_html(report: Report) -> str:
-    """The whole page as one string (deterministic for a given report)."""
+def render_html(report: Report, more_time: Callable[[], bool] = lambda: True) -> str:
+    """The whole page as one string (deterministic for a given report while `more_time()` holds:
+    a chart starts only then)."""
     title = f"Partition report: {report.model or 'model'} on {report.cluster or 'cluster'}"
     tables = {t.name: _table(t) for t in report_tables(report)}
     return f"""<!DOCTYPE html>
@@ -200,7 +246,7 @@ def render_html(report: Report) -> str:
 <p>Regime <b>{escape(report.regime)}</b>; plans optimised at M = {report.plan_M}; base plan
 <b>{escape(report.base)}</b>. Times per micro-batch; the JSON report (embedded below) has every number in SI units.</p>
 {_headline(report)}
-{_charts_and_tables(report, tables)}
+{_charts_and_tables(report, tables, more_time)}
 {_calculator(report)}
 {_json_script(report)}
 <script>{CALCULATOR_JS}</script>

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from partitioner.problem import RTOL, Problem
 from partitioner.report.compare import ParetoPoint
+from partitioner.report.serving import Workload, serving_numbers
 from partitioner.result import Plan
 
 __all__ = ["PARETO_MS", "pareto_Ms", "sweep", "frontier", "dominates"]
@@ -34,8 +35,11 @@ def pareto_Ms(max_M: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _point(M: int, plan: Plan) -> ParetoPoint:
+def _point(M: int, plan: Plan, workload: Workload) -> ParetoPoint:
+    sv = serving_numbers(plan, workload)
     return ParetoPoint(
+        tokens_per_s=sv.tokens_per_s,
+        tpot_s=sv.tpot_s,
         M=M,
         optimal=plan.optimal,
         throughput=plan.throughput,
@@ -46,7 +50,7 @@ def _point(M: int, plan: Plan) -> ParetoPoint:
     )
 
 
-def sweep(problem: Problem, Ms: Sequence[int], solve: Solve) -> list[ParetoPoint]:
+def sweep(problem: Problem, Ms: Sequence[int], solve: Solve, workload: Workload | None = None) -> list[ParetoPoint]:
     """argmin T(M) (objective `makespan`) for every M in `Ms`, in `problem`'s regime.
 
     T(M) = latency + (M - 1) period for every plan (Thm 2 / Thm 3: sum sigma = sum tau + sum d),
@@ -57,7 +61,8 @@ def sweep(problem: Problem, Ms: Sequence[int], solve: Solve) -> list[ParetoPoint
     M_x = 1 + (lat_b - lat_a) / (period_a - period_b) (T_c - min(T_a, T_b) is convex with its
     kink at M_x). So only the Ms of the grid nearest to each crossing are solved: about 2 per
     pair of neighbouring optima instead of one per M. Unproven plans (a time limit) fall back
-    to bisection and nothing between them is inferred.
+    to bisection and nothing between them is inferred. Each point carries its tokens/s at
+    `workload` (`serving.serving_numbers`), the unit the report's chart draws.
     """
     Ms = sorted(dict.fromkeys(int(M) for M in Ms))
     plans: dict[int, Plan | None] = {}
@@ -86,7 +91,7 @@ def sweep(problem: Problem, Ms: Sequence[int], solve: Solve) -> list[ParetoPoint
         at(0)
         at(len(Ms) - 1)
         fill(0, len(Ms) - 1)
-    return [_point(Ms[i], p) for i, p in sorted(plans.items()) if p is not None]
+    return [_point(Ms[i], p, workload or Workload()) for i, p in sorted(plans.items()) if p is not None]
 
 
 def _crossing(a: Plan | None, b: Plan | None, Ms: Sequence[int], i: int, j: int) -> int:

@@ -78,7 +78,19 @@ def report_dict(report: Report) -> dict[str, Any]:
         "headline": _headline_dict(report),
         "serve_frontier": list(report.serve_frontier),
         "decode": _decode_dict(report),
+        "nofit": _nofit_dict(report),
+        "replicas_note": report.replicas_note,
     }
+
+
+def _nofit_dict(report: Report) -> dict[str, Any] | None:
+    nf = report.nofit
+    if nf is None:
+        return None
+    return {"reason": nf.reason,
+            "shortfall": [{**asdict(f), "short_gb": f.short_gb} for f in nf.shortfall],
+            "additions": [{**asdict(a), "devices": list(a.devices)} for a in nf.additions],
+            "tried": list(nf.tried)}
 
 
 def _decode_dict(report: Report) -> dict[str, Any] | None:
@@ -99,7 +111,8 @@ def _headline_dict(report: Report) -> dict[str, Any] | None:
     out["gains"] = {g.name: asdict(g) for g in h.gains}
     out["link_fixes"] = [asdict(f) for f in h.link_fixes]
     if h.command is not None:
-        out["command"] = {"target": h.command.target, "text": h.command.text, "notes": list(h.command.notes)}
+        out["command"] = {"target": h.command.target, "text": h.command.text, "notes": list(h.command.notes),
+                          "warnings": list(h.command.warnings)}
     return out
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from partitioner.report.compare import Report
-from partitioner.report.headview import headline_lines, plain
+from partitioner.report.headview import LEAD, headline_lines, plain
 from partitioner.report.render_json import REPORT_FORMAT
 from partitioner.report.tables import Table, report_tables
 
@@ -26,16 +28,31 @@ def _table(t: Table) -> list[str]:
     return [*lines, ""]
 
 
-def _headline(report: Report) -> list[str]:
+def _items(lines: Any) -> list[str]:
     out = []
-    for line in headline_lines(report):
+    for line in lines:
         out.append(f"- **{line.label}:** {_escape(plain(line.parts))}".rstrip())
         out += [f"  - {_escape(plain(sub))}" for sub in line.sub]
+    return out
+
+
+def _command(report: Report) -> list[str]:
     h = report.headline
-    if h is not None and h.command is not None and h.command.text:
-        out += ["", f"Run it with {h.command.target} (`partition export {h.command.target}`):", "", "```sh",
-                *h.command.text.splitlines(), "```"]
-        out += [f"- note: {_escape(n)}" for n in h.command.notes]
+    if h is None or h.command is None:
+        return []
+    c = h.command
+    if not c.text:
+        return ["", *[f"- Run it ({c.target}): {_escape(n)}" for n in c.notes], ""]
+    out = ["", f"Run it with {c.target} (`partition export {c.target}`):", ""]
+    out += [f"> **Warning:** {_escape(w)}" for w in c.warnings] + ([""] if c.warnings else [])
+    out += ["```sh", *c.text.splitlines(), "```"]
+    out += [f"- note: {_escape(n)}" for n in c.notes]
+    return [*out, ""]
+
+
+def _headline(report: Report) -> list[str]:
+    lines = headline_lines(report)
+    out = [*_items(lines[:LEAD]), *_command(report), *_items(lines[LEAD:])]
     return [*out, ""] if out else []
 
 

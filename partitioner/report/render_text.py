@@ -6,7 +6,7 @@ import io
 from typing import Any
 
 from partitioner.report.compare import Report
-from partitioner.report.headview import headline_lines, plain
+from partitioner.report.headview import LEAD, headline_lines, plain
 from partitioner.report.tables import Table, report_tables
 
 __all__ = ["rich_tables", "render_text", "headline_text"]
@@ -33,26 +33,46 @@ def rich_tables(report: Report) -> list[Any]:
     return [_rich(t) for t in report_tables(report) if t.rows]
 
 
-def headline_text(report: Report) -> list[str]:
-    """The headline block as plain lines (the engine command indented under it)."""
+def _lines(lines: Any) -> list[str]:
     out = []
-    for line in headline_lines(report):
+    for line in lines:
         out.append(f"{line.label}: {plain(line.parts)}".rstrip())
         out += [f"  - {plain(sub)}" for sub in line.sub]
-    h = report.headline
-    if h is not None and h.command is not None and h.command.text:
-        out.append(f"Command ({h.command.target}, from `partition export`):")
-        out += [f"    {x}" for x in h.command.text.splitlines()]
-        out += [f"  note: {n}" for n in h.command.notes]
     return out
+
+
+def command_text(report: Report) -> list[str]:
+    """"Run it": the engine command, each line whole, with the export's warnings beside it."""
+    h = report.headline
+    if h is None or h.command is None:
+        return []
+    c = h.command
+    if not c.text:
+        return [f"Run it ({c.target}): {n}" for n in c.notes]
+    out = [f"Run it ({c.target}, `partition export {c.target}`" + (f"; {len(c.warnings)} warning(s) first" if c.warnings
+                                                                    else "") + "):"]
+    out += [f"  warning: {w}" for w in c.warnings]
+    out += [f"    {x}" for x in c.text.splitlines()]
+    out += [f"  note: {n}" for n in c.notes]
+    return out
+
+
+def headline_text(report: Report) -> list[str]:
+    """The headline block as plain lines: the lead lines, the engine command, the details."""
+    lines = headline_lines(report)
+    return [*_lines(lines[:LEAD]), *command_text(report), *_lines(lines[LEAD:])]
 
 
 def _print(c: Any, report: Report) -> None:
     from rich.markup import escape
 
     c.print(f"[bold]partition report: {escape(report.model or 'model')} on {escape(report.cluster or 'cluster')}[/]")
+    command = {x for x in command_text(report) if x.startswith("    ")}
     for line in headline_text(report):
-        c.print(escape(line), soft_wrap=False, overflow="fold")
+        if line in command:  # a command line is never wrapped: it must stay copyable
+            c.print(escape(line), soft_wrap=True)
+        else:
+            c.print(escape(line), overflow="fold")
     for t in rich_tables(report):
         c.print(t)
 

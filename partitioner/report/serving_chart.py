@@ -35,11 +35,14 @@ def _xy(name: str, points: Sequence[Mapping[str, Any]]) -> tuple[list[float], li
 
 def serving_chart_svg(
     series: Mapping[str, Sequence[Mapping[str, Any]]], *, title: str = "Decode throughput against interactivity",
-    label_points: bool = True,
+    label_points: bool = True, marks: Mapping[str, tuple[float, float]] | None = None, font_pt: float = 9,
+    size_in: tuple[float, float] = (6.4, 4.2),
 ) -> str:
     """One curve per series name (e.g. {"serve": plan.frontier, "even (vLLM)": even.frontier}).
 
-    x: tokens/s per user (1/TPOT); y: tokens/s per GPU. Returns the SVG document as text.
+    x: tokens/s per user (1/TPOT); y: tokens/s per GPU. `marks` adds single points (name ->
+    (per user, per GPU)): the first is starred (the chosen plan), the others are triangles (the
+    engines' splits). Returns the SVG document as text.
     """
     if not series:
         raise InputError("serving chart: no series given")
@@ -49,22 +52,26 @@ def serving_chart_svg(
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "partitioner", "font.size": 9}):
-        fig = Figure(figsize=(6.4, 4.2))
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "partitioner", "font.size": font_pt}):
+        fig = Figure(figsize=size_in, layout="constrained")
         ax = fig.add_subplot()
         for name, (x, y, labels) in data.items():
             ax.plot(x, y, marker="o", markersize=4, linewidth=1.5, label=name, drawstyle="default")
             if label_points:
                 for xi, yi, text in zip(x, y, labels, strict=True):
                     ax.annotate(text, (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=6, alpha=0.7)
+        for i, (name, (xm, ym)) in enumerate((marks or {}).items()):
+            ax.plot([xm], [ym], "*" if i == 0 else "^", ms=16 if i == 0 else 8, ls="none", label=name,
+                    color="gold" if i == 0 else f"C{i % 10}", mec="k" if i == 0 else None, zorder=6 if i == 0 else 4)
         ax.set_xlabel("tokens/s per user (1 / TPOT)")
         ax.set_ylabel("tokens/s per GPU")
-        ax.set_title(title)
+        if title:
+            ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.set_xlim(left=0)
         ax.set_ylim(bottom=0)
-        ax.legend(loc="lower left", frameon=False)  # frontiers run from top left to bottom right
-        fig.tight_layout()
+        handles, names = ax.get_legend_handles_labels()  # below the axes: frontiers fill the plot area
+        fig.legend(handles, names, loc="outside lower left", ncol=1, frameon=False)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": "partitioner"})
     return buf.getvalue()

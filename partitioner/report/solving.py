@@ -29,13 +29,14 @@ from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.problem import Problem, Solution, evaluate, objective_key
 from partitioner.result import Plan
 
-__all__ = ["MIN_CPSAT_S", "RESERVE_S", "Solves", "Deadline"]
+__all__ = ["MIN_CPSAT_S", "RESERVE_S", "CHARTS_S", "CHART_S", "Solves", "Deadline"]
 
 MIN_CPSAT_S = 2.0  # CP-SAT runs only when its share of the budget left is at least this
 CPSAT_SHARE = 0.25  # one CP-SAT solve gets this share of the budget left (later ones the rest)
 CPSAT_BUILD_S = 1.0  # model building before CP-SAT's own clock starts (24 devices, 34 layers)
 RESERVE_S = 0.8  # kept back for scoring, the terminal tables and writing the outputs
-CHARTS_S = 1.5  # ... and for matplotlib and the four charts when the HTML page is written
+CHARTS_S = 2.5  # ... and for matplotlib and the five charts when the HTML page is written
+CHART_S = 0.5  # one chart (CPU seconds on an idle core; the HTML page leaves out a chart it has no time for)
 CHEAP_DP_S = 0.1  # an exact makespan DP known to take at most this much CPU time always runs
 MAX_SLOWDOWN = 3.0  # the rendering reserve grows with the machine's load up to this factor
 

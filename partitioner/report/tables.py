@@ -285,7 +285,37 @@ def _whatifs(report: Report) -> Table:
                  "A phase change is other work per micro-batch: shown as its own plan, not as a change.")
 
 
+def _shortfall(report: Report) -> Table:
+    rows = []
+    for i, f in enumerate(report.nofit.shortfall if report.nofit else ()):
+        k = f"nofit.shortfall.{i}"
+        rows.append((text(f.device), gb(f.need_gb, f"{k}.need_gb"), gb(f.capacity_gb, f"{k}.capacity_gb"),
+                     gb(f.short_gb, f"{k}.short_gb", "bad" if f.short_gb > 0 else "")))
+    return Table("shortfall", "Does not fit: memory per device in the memory-proportional split (llama.cpp's)",
+                 ("device", "needs", "has", "short by"), tuple(rows),
+                 "The split that spreads the model most evenly over the devices' memory; no layer split leaves a "
+                 "device less short, up to one layer.")
+
+
+def _additions(report: Report) -> Table:
+    rows = []
+    nf = report.nofit
+    for i, a in enumerate(nf.additions if nf else ()):
+        k = f"nofit.additions.{i}"
+        rows.append((text(f"{a.count} × {a.gpu} on {a.node}"), text(str(a.gpus)), _tokens(a.tokens_per_s, f"{k}.tokens_per_s", "tokens/s"),
+                     secs(a.tpot_s, f"{k}.tpot_s") if a.tpot_s is not None else text("-"),
+                     gb(a.added_gb, f"{k}.added_gb")))
+    note = ("Each planned with the report's objective (`--with GPU@NODE` once per GPU, as `partition report` "
+            "what-ifs); with the GPUs added to cluster.yaml, the report shows that cluster's plans in full.")
+    if nf is not None and nf.tried:
+        note += f" Not fitting with up to {nf.max_added} more: {', '.join(nf.tried)}."
+    return Table("additions", "The smallest additions that make it fit (fewest GPUs first)",
+                 ("add", "GPUs used", "tokens/s", "TPOT", "memory added"), tuple(rows), note)
+
+
 def report_tables(report: Report) -> tuple[Table, ...]:
     """Every table, in display order; empty tables are kept (renderers may skip them)."""
+    if report.nofit is not None:
+        return (_shortfall(report), _additions(report), _summary(report), _infeasible(report))
     return (_summary(report), _decode(report), _layouts(report), _makespans(report), _infeasible(report),
             _violations(report), _memory(report), _pareto(report), _whatifs(report))
