@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -75,6 +75,8 @@ class CostTables:
     context           KV positions held per sequence; batch B, in_flight K of the workload
     prefill_cost[g, l], prefill_cut_bytes[l]  one prompt of `prompt_tokens` tokens (TTFT)
     return_bytes      bytes of one micro-batch's sampled tokens sent back to stage 0
+    phase, request_mix, token_budget, engine_id  the workload's phase and request mix, the
+                      engine's tokens per step and its id (serving.score: chunked prefill)
     """
 
     cost: np.ndarray
@@ -100,6 +102,10 @@ class CostTables:
     prefill_cut_bytes: np.ndarray | None = None
     prompt_tokens: int = 0
     return_bytes: float = 0.0
+    phase: str = "decode"
+    request_mix: Any = None  # partitioner.analysis.chunked.RequestMix: the workload's input/output tokens
+    token_budget: int = 0  # tokens per engine step (chunked prefill; serving.engine_sched)
+    engine_id: str = "generic"
 
     def __post_init__(self) -> None:
         G, L = np.shape(self.cost)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -271,7 +271,9 @@ def steady_state(cost: StepCost, mix: RequestMix, lim: EngineLimits) -> MixServi
         return MixServing(full.tpot_s, math.inf, full.output_tokens_per_s, full.total_tokens_per_s,
                           full.requests_per_s, full.running, full.decode_tokens_per_step,
                           full.prefill_tokens_per_step, full.prefill_steps, "overloaded")
-    M = float(mix.concurrency) if mix.concurrency is not None else float(lim.max_num_seqs)
-    if M < 1:
-        raise InputError(f"concurrency must be >= 1 (got {M:g})")
-    return _closed(cost, mix, lim, M)
+    if mix.concurrency is None:  # saturated: every slot busy
+        full = _closed(cost, mix, lim, float(lim.max_num_seqs))
+        return full if full.binding == "token_budget" else replace(full, binding="max_num_seqs")
+    if mix.concurrency < 1:
+        raise InputError(f"concurrency must be >= 1 (got {mix.concurrency})")
+    return _closed(cost, mix, lim, float(mix.concurrency))

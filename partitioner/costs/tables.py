@@ -24,7 +24,8 @@ from partitioner.costs.roofline import Hardware, Shape, Work
 from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
-__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "RETURN_BYTES_PER_SEQUENCE"]
+__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "serving_fields",
+           "RETURN_BYTES_PER_SEQUENCE"]
 
 # Sampled token ids sent back to the first stage per sequence and step: one int64 token id
 # (an assumption; the payload differs between engines, and d_ret is mostly link latency).
@@ -214,6 +215,21 @@ def select_engine(model: Any, cluster: Any, engine: Any = None) -> Any:
         raise InputError(str(exc)) from None
 
 
+def serving_fields(workload: Any, engine_id: str, devices: Any) -> dict[str, Any]:
+    """The workload's phase and request mix, and the engine's tokens per step (its default on
+    the plan's smallest GPU: serving.engine_sched.default_token_budget)."""
+    from partitioner.analysis.chunked import RequestMix, histogram
+    from partitioner.serving.engine_sched import default_token_budget
+
+    mix = None
+    if workload.input_tokens is not None and workload.output_tokens is not None:
+        mix = RequestMix(histogram(workload.input_tokens, "input_tokens"), histogram(workload.output_tokens, "output_tokens"),
+                         workload.request_rate, workload.concurrency)
+    small = min(devices, key=lambda d: d.spec.memory_gb) if len(devices) else None
+    budget = default_token_budget(engine_id, small.spec.memory_gb * 1e9, small.gpu_id) if small is not None else 2048
+    return {"phase": workload.phase, "request_mix": mix, "token_budget": budget, "engine_id": engine_id}
+
+
 def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
     """All of CostTables for `model` (ModelSpec) on `cluster` (ClusterSpec) under `engine` (an id of
     presets/engines.yaml; None: the model's or cluster's `engine:`, else generic)."""
@@ -229,6 +245,7 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
     alpha, beta = link_arrays(cluster, eng.hop_overhead_ms / 1e3)
     return CostTables(
         **layers,
+        **serving_fields(model.workload, eng.id, devices),
         capacity_gb=np.array([cluster.capacity_gb(d) for d in devices]),
         latency_s=alpha,
         bandwidth_Bps=beta,
