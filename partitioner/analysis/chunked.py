@@ -171,6 +171,14 @@ def _mva_cycle(means: np.ndarray, delay: float, K: int) -> float:
     return K * cycle / K if K else cycle
 
 
+def _step_scv(cost: StepCost, tau: np.ndarray, r: float, n_in2: float, C: float, n_d: float, n_p: float) -> float:
+    """Squared coefficient of variation of the bottleneck's step time: prompts per step are
+    Poisson (variance r·E[I²] of n_p), capped by Bhatia-Davis for n_p in [0, C - n_d]."""
+    var = min(r * n_in2, n_p * max(C - n_d - n_p, 0.0))
+    b = int(tau.argmax())
+    return min(1.0, float(cost.per_token_s[b]) ** 2 * var / float(tau[b]) ** 2)
+
+
 def _cycle(cost: StepCost, K: int, r: float, n_in: float, n_in2: float, n_out: float, C: float) -> float:
     """P at r requests per step (module doc, "Variable steps")."""
     n_d, n_p = r * (n_out - 1.0), r * n_in
@@ -179,18 +187,21 @@ def _cycle(cost: StepCost, K: int, r: float, n_in: float, n_in2: float, n_out: f
     det = max(K * float(tau.max()), float(tau.sum()) + delay)
     if K == 1 or n_p <= 0:
         return det
-    var = min(r * n_in2, n_p * max(C - n_d - n_p, 0.0))  # compound Poisson, capped by Bhatia-Davis
-    b = int(tau.argmax())
-    scv = min(1.0, float(cost.per_token_s[b]) ** 2 * var / float(tau[b]) ** 2)
+    scv = _step_scv(cost, tau, r, n_in2, C, n_d, n_p)
     return det + scv * max(0.0, _mva_cycle(tau, delay, K) - det)
 
 
-def _own(cost: StepCost, n_in: float, C: float, n_d: float, n_p: float) -> float:
+def _own(cost: StepCost, n_in: float, C: float, n_d: float, n_p: float, P: float) -> float:
     """The extra latency of the steps carrying one prompt over an average step: its tokens on
-    every stage and hop, less the prefill it displaces when the budget is full."""
+    the bottleneck stage, and on the other stages and hops as far as the round trip binds
+    (R/P of it), less the prefill it displaces when the budget is full."""
+    tau = cost.stage_times(n_d, n_p)
     q = cost.hop_times(1.0, 0.0) - cost.hop_times(0.0, 0.0)
+    p_b = float(cost.per_token_s[int(tau.argmax())])
+    rest = float(np.sum(cost.per_token_s) + q.sum()) - p_b
+    trip = float(tau.sum() + cost.hop_times(n_d, n_p).sum()) + cost.return_s
     spare = 1.0 - min(1.0, n_p / max(C - n_d, 1e-9))
-    return n_in * spare * float(np.sum(cost.per_token_s) + q.sum())
+    return n_in * spare * (p_b + min(1.0, trip / P) * rest)
 
 
 def _budget_wait(r: float, n_in: float, n_in2: float, C: float, n_d: float, K: int, P: float) -> float:
@@ -221,7 +232,7 @@ def _closed(cost: StepCost, mix: RequestMix, lim: EngineLimits, M: float) -> Mix
         h = _prefill_steps(n_in, C, n_d)
         P = _cycle(cost, K, r, n_in, n_in2, n_out, C)
         wait = 0.0 if binding == "token_budget" else _budget_wait(r, n_in, n_in2, C, n_d, K, P)
-        first = wait + h * P + _own(cost, n_in, C, n_d, r * n_in)
+        first = wait + h * P + _own(cost, n_in, C, n_d, r * n_in, P)
     X = K * r / P
     ttft = first if binding == "concurrency" else M / X - (n_out - 1.0) * P  # Little's law with a queue
     return MixServing(P, ttft, X * n_out, X * (n_out + n_in), X, min(n, X * (first + (n_out - 1.0) * P)), r * (n_out - 1.0), r * n_in,
@@ -245,7 +256,9 @@ def _open(cost: StepCost, mix: RequestMix, lim: EngineLimits, rate: float) -> Mi
     r = rate * P / K
     n_d, n_p = r * (n_out - 1.0), r * n_in
     h = _prefill_steps(n_in, C, n_d)
-    first = P / (2 * K) + _budget_wait(r, n_in, n_in2, C, n_d, K, P) + h * P + _own(cost, n_in, C, n_d, n_p)
+    scv = _step_scv(cost, cost.stage_times(n_d, n_p), r, n_in2, C, n_d, n_p)
+    launch = P / (2 * K) * (1.0 + scv)  # mean residual time to the next step launch
+    first = launch + _budget_wait(r, n_in, n_in2, C, n_d, K, P) + h * P + _own(cost, n_in, C, n_d, n_p, P)
     running = rate * (first + (n_out - 1.0) * P)
     if not math.isfinite(first) or running > lim.max_num_seqs:
         return None
