@@ -126,6 +126,11 @@ class RequestMix:
         return math.fsum(k * k * w for k, w in self.input_tokens)
 
     @property
+    def var_output(self) -> float:
+        mean = self.mean_output
+        return math.fsum(w * (k - mean) ** 2 for k, w in self.output_tokens)
+
+    @property
     def mean_output(self) -> float:
         return math.fsum(k * w for k, w in self.output_tokens)
 
@@ -216,6 +221,19 @@ def _budget_wait(r: float, n_in: float, n_in2: float, C: float, n_d: float, K: i
     return r * n_in2 * P / (K * cap * cap * 2.0 * (1.0 - u))
 
 
+def _slot_wait(rate: float, hold: float, hold_scv: float, slots: int) -> float:
+    """Mean wait for one of `slots` request slots (max_num_seqs), each held `hold` seconds:
+    Erlang C with the Allen-Cunneen factor (1 + scv)/2 for the holding times' spread."""
+    a = rate * hold
+    if a >= slots:
+        return math.inf
+    erlang_b = 1.0
+    for k in range(1, slots + 1):
+        erlang_b = a * erlang_b / (k + a * erlang_b)
+    erlang_c = slots * erlang_b / (slots - a * (1.0 - erlang_b))
+    return erlang_c * hold / (slots - a) * (1.0 + hold_scv) / 2.0
+
+
 def _closed(cost: StepCost, mix: RequestMix, lim: EngineLimits, M: float) -> MixServing:
     K, N, C = lim.in_flight, lim.max_num_seqs, float(lim.token_budget)
     n_in, n_in2, n_out = mix.mean_input, mix.second_input, mix.mean_output
@@ -259,10 +277,12 @@ def _open(cost: StepCost, mix: RequestMix, lim: EngineLimits, rate: float) -> Mi
     scv = _step_scv(cost, cost.stage_times(n_d, n_p), r, n_in2, C, n_d, n_p)
     launch = P / (2 * K) * (1.0 + scv)  # mean residual time to the next step launch
     first = launch + _budget_wait(r, n_in, n_in2, C, n_d, K, P) + h * P + _own(cost, n_in, C, n_d, n_p, P)
-    running = rate * (first + (n_out - 1.0) * P)
-    if not math.isfinite(first) or running > lim.max_num_seqs:
+    hold = first + (n_out - 1.0) * P  # a slot's holding time
+    running = rate * hold
+    if not math.isfinite(first) or running >= lim.max_num_seqs:
         return None
-    return MixServing(P, first, rate * n_out, rate * (n_out + n_in), rate, running, n_d, n_p, h, "rate")
+    queue = _slot_wait(rate, hold, (P * P * mix.var_output) / (hold * hold), lim.max_num_seqs)
+    return MixServing(P, first + queue, rate * n_out, rate * (n_out + n_in), rate, running, n_d, n_p, h, "rate")
 
 
 def steady_state(cost: StepCost, mix: RequestMix, lim: EngineLimits) -> MixServing:

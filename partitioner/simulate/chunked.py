@@ -47,21 +47,25 @@ class MixRun:
     ttft_s: float
     requests_per_s: float
     completed: int
+    offered_per_s: float = 0.0  # arrivals in the window / its length (a rate's realised value)
 
 
 class _Engine:
     def __init__(self, cost: StepCost, lim: EngineLimits, prompt: np.ndarray, output: np.ndarray) -> None:
         self.cost, self.lim = cost, lim
-        self.prompt, self.output = prompt, output
+        self.a, self.b, self.p = list(cost.base_s), list(cost.per_seq_s), list(cost.per_token_s)
+        self.e = list(cost.hop_s or [0.0] * (cost.stages - 1))
+        self.q = list(cost.hop_per_token_s or [0.0] * (cost.stages - 1))
+        self.prompt, self.output = prompt.tolist(), output.tolist()
         n = len(prompt)
-        self.done = np.zeros(n, dtype=np.int64)  # prompt tokens computed
-        self.made = np.zeros(n, dtype=np.int64)  # output tokens sampled
-        self.busy = np.zeros(n, dtype=bool)  # in an in-flight step
-        self.first = np.full(n, np.nan)
-        self.finish = np.full(n, np.nan)
+        self.done = [0] * n  # prompt tokens computed
+        self.made = [0] * n  # output tokens sampled
+        self.busy = [False] * n  # in an in-flight step
+        self.first = [float("nan")] * n
+        self.finish = [float("nan")] * n
         self.waiting: deque[int] = deque()
-        self.running: list[int] = []
-        self.free = np.zeros(cost.stages)
+        self.running: dict[int, None] = {}  # admission order
+        self.free = [0.0] * cost.stages
         self.steps: dict[int, list[tuple[int, int]]] = {}
         self.flying = 0
         self.tokens: list[tuple[float, int, int]] = []  # (time, output tokens, prompt tokens) per return
@@ -73,14 +77,14 @@ class _Engine:
                 break
             if self.busy[q]:
                 continue
-            rest = int(self.prompt[q] - self.done[q])
+            rest = self.prompt[q] - self.done[q]
             take = min(rest, budget) if rest > 0 else 1
             items.append((q, take))
             budget -= take
         while self.waiting and budget > 0 and len(self.running) < self.lim.max_num_seqs:
             q = self.waiting.popleft()
-            take = min(int(self.prompt[q]), budget)
-            self.running.append(q)
+            take = min(self.prompt[q], budget)
+            self.running[q] = None
             items.append((q, take))
             budget -= take
         return items
@@ -88,13 +92,13 @@ class _Engine:
     def launch(self, now: float, items: list[tuple[int, int]], events: list[tuple[float, int, str, int]], sid: int) -> None:
         n_d = sum(1 for q, _ in items if self.done[q] >= self.prompt[q])
         n_p = sum(take for q, take in items if self.done[q] < self.prompt[q])
-        tau, hops = self.cost.stage_times(n_d, n_p), self.cost.hop_times(n_d, n_p)
         t = now
-        for s in range(self.cost.stages):
-            t = max(t, float(self.free[s])) + float(tau[s])
+        last = self.cost.stages - 1
+        for s in range(last + 1):
+            t = max(t, self.free[s]) + self.a[s] + self.b[s] * n_d + self.p[s] * n_p
             self.free[s] = t
-            if s < self.cost.stages - 1:
-                t += float(hops[s])
+            if s < last:
+                t += self.e[s] + self.q[s] * (n_d + n_p)
         for q, _ in items:
             self.busy[q] = True
         self.steps[sid] = items
@@ -117,7 +121,7 @@ class _Engine:
             out += 1
             if self.made[q] >= self.output[q]:
                 self.finish[q] = now
-                self.running.remove(q)
+                del self.running[q]
                 ended.append(q)
         self.tokens.append((now, out, pre))
         return ended
@@ -179,11 +183,13 @@ def _measure(eng: _Engine, arrival: np.ndarray, warmup: float) -> MixRun:
     tok = np.array(eng.tokens)
     inside = (tok[:, 0] > t0) & (tok[:, 0] <= t1)
     out, pre = float(tok[inside, 1].sum()), float(tok[inside, 2].sum())
-    sel = (arrival >= t0) & (arrival <= t1) & np.isfinite(eng.finish)
-    ttft = eng.first[sel] - arrival[sel]
-    many = sel & (eng.output > 1)
-    tpot = (eng.finish[many] - eng.first[many]) / (eng.output[many] - 1)
-    ends = np.isfinite(eng.finish) & (eng.finish > t0) & (eng.finish <= t1)
+    first, finish, output = np.array(eng.first), np.array(eng.finish), np.array(eng.output)
+    sel = (arrival >= t0) & (arrival <= t1) & np.isfinite(finish)
+    ttft = first[sel] - arrival[sel]
+    many = sel & (output > 1)
+    tpot = (finish[many] - first[many]) / (output[many] - 1)
+    ends = np.isfinite(finish) & (finish > t0) & (finish <= t1)
     span = t1 - t0
+    came = float(((arrival > t0) & (arrival <= t1)).sum())
     return MixRun(out / span, (out + pre) / span, float(tpot.mean()), float(ttft.mean()), float(ends.sum()) / span,
-                  int(sel.sum()))
+                  int(sel.sum()), came / span)
