@@ -151,3 +151,17 @@ def test_serve_search_under_vllm_keeps_only_points_the_engine_runs() -> None:
     assert res.best.serving.in_flight == len(res.best.solution.devices)
     assert all(p.serving.in_flight == len(p.solution.devices) for p in res.frontier)
     assert res.points > len(res.frontier)  # points at other K were scored, none of them kept
+
+
+def test_readme_worked_example_is_current() -> None:
+    """The README's request-mix example is benchmarks/mix_example.py's output: its closed-form
+    rows are recomputed here (the simulated rows take minutes; the script prints them)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mix_example", EX.parent / "benchmarks" / "mix_example.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    readme = (EX.parent / "README.md").read_text()
+    for line in mod.report(simulate=False).splitlines():
+        assert line in readme, line

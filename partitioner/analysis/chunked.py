@@ -235,9 +235,10 @@ def _slot_wait(rate: float, hold: float, hold_scv: float, slots: int) -> float:
 
 
 def _closed(cost: StepCost, mix: RequestMix, lim: EngineLimits, M: float) -> MixServing:
-    K, N, C = lim.in_flight, lim.max_num_seqs, float(lim.token_budget)
+    N, C = lim.max_num_seqs, float(lim.token_budget)
     n_in, n_in2, n_out = mix.mean_input, mix.second_input, mix.mean_output
     n = min(M, N)
+    K = max(1, min(lim.in_flight, int(n)))  # a request is in one step at a time: at most n steps fly
     binding = "concurrency" if M <= N else "max_num_seqs"
     h, r, P, first = 1.0, 0.0, cost.period(K, 0.0, 0.0), 0.0
     for _ in range(100):  # r, h and P depend on each other: a fixed point, reached in a few rounds

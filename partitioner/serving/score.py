@@ -7,8 +7,8 @@ flight (the workload's `batch` and `in_flight`):
     P       = max(K·w_max, Στ + Σd + d_ret)            TPOT, partitioner.analysis.closed_loop
     tokens/s = K·B / P
     TTFT    = Στ_p + Σd_p of one prompt (Thm 2 at M = 1); chunked: Thm 2/3 at M = C chunks of
-              `chunk_tokens` (vLLM's default max_num_batched_tokens with chunked prefill is 512:
-              vLLM docs/source/models/performance.rst "Chunked Prefill", v0.5)
+              the engine's token budget (tables' token_budget: serving.engine_sched, 2048 for
+              vLLM V1 on GPUs under 70 GiB; CHUNK_TOKENS = 512, vLLM v0.5's default, when unknown)
     max_sequences = min over stages of the sequences whose KV fits (`capacity`)
 
 With a request mix (workload `input_tokens` / `output_tokens`, optionally `request_rate` or
@@ -158,9 +158,10 @@ def step_cost(t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...], m:
 
 def serving_of(
     t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...], m: Metrics, regime: str,
-    *, chunk_tokens: int = CHUNK_TOKENS,
+    *, chunk_tokens: int | None = None,
 ) -> Serving:
     """The Serving of a scored plan on tables `t` (batch and in_flight are the tables')."""
+    chunk_tokens = chunk_tokens or t.token_budget or CHUNK_TOKENS
     B, K = t.batch, t.in_flight
     ret = return_latency(t, devices)
     P = decode_period(m.tau, m.d, K, ret, regime=regime)
