@@ -49,6 +49,8 @@ def test_the_hook_batch_packing_and_flags() -> None:
     # 256 running requests over 8 in-flight batches: 32 each; the flag packs B·K back
     assert engine_batch(vllm, 8, 256) == 32 and engine_batch(vllm, 8, 4) == 1
     assert max_sequences_flag(32, 8) == 256
+    # SGLang pp_max_micro_batch_size = max_running_requests // pp_size, whatever the async depth
+    assert engine_batch(EngineSchedule("sglang", pp_async_batch_depth=2), 6, 256) == 64
     with pytest.raises(InputError, match="must be >= 1"):
         engine_batch(vllm, 0, 256)
 

@@ -88,9 +88,12 @@ def in_flight_grid(sched: EngineSchedule, max_stages: int, free: list[int]) -> l
 
 
 def engine_batch(sched: EngineSchedule, K: int, max_num_seqs: int) -> int:
-    """Requests per micro-batch when K batches share max_num_seqs: max(N // K, 1) (module doc)."""
+    """Requests per micro-batch when K batches share max_num_seqs: max(N // K, 1); SGLang divides
+    by the PP size, K less its async batch depth (module doc)."""
     if K < 1 or max_num_seqs < 1:
         raise InputError(f"in_flight and max_num_seqs must be >= 1 (got {K}, {max_num_seqs})")
+    if sched.engine == "sglang":
+        K = max(1, K - max(0, sched.pp_async_batch_depth))
     return max(max_num_seqs // K, 1)
 
 
