@@ -26,9 +26,24 @@ output O. With
 
 the results are requests/s X = K·r/P, output tokens/s X·O, total tokens/s X·(I + O), and TPOT = P,
 which is vLLM's benchmark definition (latency - TTFT)/(output - 1) (vllm/benchmarks/serve.py
-`calculate_metrics`): a request's tokens after the first come one per cycle. TTFT: closed loop,
-Little's law, M/X - (O - 1)·P (= h·P without a queue); open loop, the mean wait for the next
-step launch P/(2K) plus h·P. Decode only (I = 0) is P at n_p = 0, the closed-loop decode period.
+`calculate_metrics`): a request's tokens after the first come one per cycle. At most n steps
+fly with n requests (K is min(K, n) in the closed loop). Decode only (I = 0) is P at n_p = 0,
+the closed-loop decode period.
+
+Variable steps. Prompts make steps uneven (a step holds 0, 1 or more prompts). P above is the
+deterministic cycle; with squared coefficient of variation v of the bottleneck's step time
+(prompts per step Poisson: Var n_p = r·E[I²], capped by Bhatia-Davis at n_p·(C - n_d - n_p)),
+P moves towards the exact mean value analysis of the cyclic network with exponential stations
+(Reiser & Lavenberg 1980) by the weight v/(1 + v): an interpolation, chosen because it matches
+the simulator (tests/test_chunked_mix.py; README "Request mix").
+
+TTFT = wait + h·P + own, own = I·(p_b + min(1, R/P)·(Σp + Σq - p_b))·(1 - n_p/(C - n_d)): the
+steps carrying the prompt are heavier than the average by its tokens, on the bottleneck and, as
+far as the round trip binds, on every stage and hop, unless the budget is full anyway. wait: the
+budget queue (prompts first come first served for C - n_d tokens a step: M/G/1,
+Pollaczek-Khinchine); closed loop with a queue, Little's law M/X - (O - 1)·P instead; at a rate
+also the mean residual to the next step launch P/(2K)·(1 + v) and the wait for a free request
+slot (Erlang C over max_num_seqs slots, Allen-Cunneen factor for the holding times' spread).
 Checked against the event-driven simulator `partitioner.simulate.chunked` (tests).
 """
 
@@ -193,7 +208,7 @@ def _cycle(cost: StepCost, K: int, r: float, n_in: float, n_in2: float, n_out: f
     if K == 1 or n_p <= 0:
         return det
     scv = _step_scv(cost, tau, r, n_in2, C, n_d, n_p)
-    return det + scv * max(0.0, _mva_cycle(tau, delay, K) - det)
+    return det + scv / (1.0 + scv) * max(0.0, _mva_cycle(tau, delay, K) - det)
 
 
 def _own(cost: StepCost, n_in: float, C: float, n_d: float, n_p: float, P: float) -> float:
