@@ -79,6 +79,8 @@ class CostTables:
     kv_pool           the engine's KV-pool sizing (partitioner.costs.kvpool.KVPool, with the
                       resolved EngineSettings as kv_pool.settings) under engine vllm / sglang /
                       llamacpp; then capacity_gb and weight_gb are the engine's view (costs/tables.py)
+    phase, request_mix, token_budget, engine_id  the workload's phase and request mix, the
+                      engine's tokens per step and its id (serving.score: chunked prefill)
     """
 
     cost: np.ndarray
@@ -105,6 +107,10 @@ class CostTables:
     prompt_tokens: int = 0
     return_bytes: float = 0.0
     kv_pool: Any = None  # partitioner.costs.kvpool.KVPool: the engine's KV-pool sizing (None: free-memory model)
+    phase: str = "decode"
+    request_mix: Any = None  # partitioner.analysis.chunked.RequestMix: the workload's input/output tokens
+    token_budget: int = 0  # tokens per engine step (chunked prefill; serving.engine_sched)
+    engine_id: str = "generic"
 
     def __post_init__(self) -> None:
         G, L = np.shape(self.cost)

@@ -9,6 +9,7 @@ Everything here is pure; `to_json` is deterministic (no timings, fixed key order
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from dataclasses import replace as _replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -103,10 +104,13 @@ class Plan:
     def from_solution(cls, problem: Problem, solution: Solution) -> Plan:
         """Score `solution` on `problem` from scratch and name every stage."""
         from partitioner.serving import serving_of
+        from partitioner.serving.engine_sched import EngineSchedule, engine_in_flight
 
         t = problem.tables
         m = evaluate(problem, solution.devices, solution.cuts)
-        serving = serving_of(t, solution.devices, solution.cuts, m, problem.regime)
+        k_engine = engine_in_flight(EngineSchedule(t.engine_id), len(solution.devices))  # vLLM/SGLang: PP depth
+        st = t if k_engine is None or k_engine == t.in_flight else _replace(t, in_flight=k_engine)
+        serving = serving_of(st, solution.devices, solution.cuts, m, problem.regime)
         kinds = t.kinds
         stages = []
         for s, g in enumerate(solution.devices):

@@ -88,14 +88,20 @@ def serving_lines(plan: Plan) -> list[str]:
     ttft = "—" if s.ttft_s is None else fmt_time(s.ttft_s)
     if s.ttft_chunked_s is not None and s.prefill_chunks > 1:
         ttft += f" ({fmt_time(s.ttft_chunked_s)} in {s.prefill_chunks} chunks)"
-    return [
-        f"decode {s.tokens_per_s:,.4g} tokens/s ({s.tokens_per_s_per_gpu:,.4g}/GPU, "
+    lines = [
+        f"{'output' if s.mix else 'decode'} {s.tokens_per_s:,.4g} tokens/s ({s.tokens_per_s_per_gpu:,.4g}/GPU, "
         f"{s.tokens_per_s_per_user:.4g}/user)   TPOT {fmt_time(s.tpot_s)}   TTFT {ttft}",
         f"batch {s.batch} × {s.in_flight} in flight = {s.sequences} sequences at context {s.context}; "
         f"KV capacity {cap}; bound: {s.binding.replace('_', ' ')} "
         f"(round trip {fmt_time(s.round_trip_s)}, crossover K* = {s.crossover_in_flight:.3g})",
         *_pool_lines(plan),
     ]
+    if s.mix is not None:  # chunked prefill of the workload's request mix (analysis.chunked)
+        m = s.mix
+        lines.append(f"request mix: {m.total_tokens_per_s:,.4g} tokens/s with prompts, {m.requests_per_s:.4g} requests/s, "
+                     f"{m.prefill_tokens_per_step:.4g} prompt tokens a step of {s.token_budget}; "
+                     f"bound: {m.binding.replace('_', ' ')}")
+    return lines + [f"warning: {w}" for w in s.warnings]
 
 
 def _pool_lines(plan: Plan) -> list[str]:

@@ -182,8 +182,8 @@ def _profile_rows(model: Any, cluster: Any, base: CostTables, groups: list[Group
                 row += _entry_cost(model, index, entry, [_Key(key, key)], field=field, x=x) * entry.repeat
             rows.append(row)
             continue
-        alpha, beta = _ring_link(cluster, gr.members)
-        rows.append([tp.tp_from_single_s(single[list(gr.members), ell].tolist(), kinds[ell], cut[ell] / 2.0, alpha, beta)
+        beta = _ring_link(cluster, gr.members)[1]
+        rows.append([tp.tp_from_single_s(single[list(gr.members), ell].tolist(), kinds[ell], cut[ell] / 2.0, beta)
                      for ell in range(base.L)])
     return np.array(rows, dtype=float)
 

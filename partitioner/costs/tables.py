@@ -25,7 +25,7 @@ from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
 __all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "engine_pool",
-           "engine_settings", "engine_capacity_gb",
+           "engine_settings", "engine_capacity_gb", "serving_fields",
            "RETURN_BYTES_PER_SEQUENCE", "POOL_ENGINES"]
 
 # Engines whose KV pool is modelled as the engine sizes it (partitioner.costs.kvpool); generic and
@@ -220,6 +220,32 @@ def select_engine(model: Any, cluster: Any, engine: Any = None) -> Any:
         raise InputError(str(exc)) from None
 
 
+def serving_fields(workload: Any, engine_id: str, devices: Any) -> dict[str, Any]:
+    """The workload's phase and request mix, and the engine's tokens per step (its default on
+    the plan's smallest GPU: serving.engine_sched.default_token_budget)."""
+    from partitioner.analysis.chunked import RequestMix, histogram
+    from partitioner.serving.engine_sched import default_token_budget
+
+    mix = None
+    if workload.input_tokens is not None and workload.output_tokens is not None:
+        mix = RequestMix(histogram(workload.input_tokens, "input_tokens"), histogram(workload.output_tokens, "output_tokens"),
+                         workload.request_rate, workload.concurrency)
+    small = min(devices, key=lambda d: d.spec.memory_gb) if len(devices) else None
+    budget = default_token_budget(engine_id, small.spec.memory_gb * 1e9, small.gpu_id) if small is not None else 2048
+    return {"phase": workload.phase, "request_mix": mix, "token_budget": budget, "engine_id": engine_id}
+
+
+def _settings_budget(pool: Any, engine_id: str) -> int | None:
+    """The engine's tokens per step from its resolved settings (engine: mapping over the version's
+    defaults, partitioner.costs.kvpool.EngineSettings): vLLM max_num_batched_tokens, SGLang
+    chunked_prefill_size; None without an engine pool."""
+    if pool is None:
+        return None
+    st = pool.settings
+    value = {"vllm": st.max_num_batched_tokens, "sglang": st.chunked_prefill_size}.get(engine_id)
+    return int(value) if value else None
+
+
 def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
     """All of CostTables for `model` (ModelSpec) on `cluster` (ClusterSpec) under `engine` (an id of
     presets/engines.yaml; None: the model's or cluster's `engine:`, else generic)."""
@@ -238,9 +264,14 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
     if pool is not None and held is not None:
         capacity, layers["weight_gb"] = _engine_memory(pool)
         layers["memory_gb"] = layers["weight_gb"] + held
+    fields = serving_fields(model.workload, eng.id, devices)
+    budget = _settings_budget(pool, eng.id)
+    if budget:
+        fields["token_budget"] = budget
     return CostTables(
         kv_pool=pool,
         **layers,
+        **fields,
         capacity_gb=capacity,
         latency_s=alpha,
         bandwidth_Bps=beta,

@@ -2,7 +2,9 @@
 
 Read from the plan JSON: `workload` (model.yaml's workload section: weights, kv_cache,
 activations, context, batch, in_flight) and, when present, `serving` (max_sequences,
-context). Each engine maps them to its own flags in its rule module; a value the engine
+context, batch, in_flight, token_budget). vLLM's and SGLang's request cap is the plan's batch ×
+in-flight (the engine packs its running requests over the in-flight batches:
+partitioner.serving.engine_sched), not the KV capacity; their token budget is the plan's. Each engine maps them to its own flags in its rule module; a value the engine
 cannot take from a flag (a pre-quantised int4 checkpoint's method) becomes a warning.
 """
 
@@ -28,6 +30,8 @@ class Launchable:
     dtype: str | None  # torch dtype name of the activations/weights
     context: int | None
     max_sequences: int | None  # from serving only
+    sequences: int | None = None  # serving batch × in_flight: the requests the plan runs at once
+    token_budget: int | None = None  # serving token_budget: tokens per engine step
 
 
 def _precision(value: object) -> str | None:
@@ -46,6 +50,7 @@ def launchable(view: PlanView, placeholder: str = "MODEL") -> Launchable:
     dtype = TORCH_DTYPE.get(weights or "") or TORCH_DTYPE.get(str(wl.get("activations", ""))) if wl else None
     context = sv.get("context") or wl.get("context")
     seqs = sv.get("max_sequences")
+    running = int(sv["batch"]) * int(sv["in_flight"]) if sv.get("batch") and sv.get("in_flight") else None
     return Launchable(
         model=view.model_id or placeholder,
         model_known=bool(view.model_id),
@@ -54,6 +59,8 @@ def launchable(view: PlanView, placeholder: str = "MODEL") -> Launchable:
         dtype=dtype,
         context=int(context) if context else None,
         max_sequences=int(seqs) if seqs else None,
+        sequences=running,
+        token_budget=int(sv["token_budget"]) if sv.get("token_budget") else None,
     )
 
 
@@ -68,13 +75,15 @@ class FlagTable:
     kv_fp8: str  # the kv_cache_dtype value of an fp8 KV cache
     context: str
     max_sequences: str
+    token_budget: str = ""
 
 
 # vllm/engine/arg_utils.py EngineArgs.add_cli_args
-VLLM_FLAGS = FlagTable("vLLM", "--dtype", "--quantization", "--kv-cache-dtype", "fp8", "--max-model-len", "--max-num-seqs")
+VLLM_FLAGS = FlagTable("vLLM", "--dtype", "--quantization", "--kv-cache-dtype", "fp8", "--max-model-len", "--max-num-seqs",
+                       "--max-num-batched-tokens")
 # python/sglang/srt/server_args.py ServerArgs.add_cli_args (--kv-cache-dtype: auto, fp8_e5m2, fp8_e4m3)
 SGLANG_FLAGS = FlagTable("SGLang", "--dtype", "--quantization", "--kv-cache-dtype", "fp8_e4m3", "--context-length",
-                         "--max-running-requests")
+                         "--max-running-requests", "--chunked-prefill-size")
 
 
 def workload_flags(view: PlanView, table: FlagTable) -> tuple[list[str], list[str]]:
@@ -94,8 +103,12 @@ def workload_flags(view: PlanView, table: FlagTable) -> tuple[list[str], list[st
         warn.append(f"{table.engine} has no {w.kv_cache} KV cache; it will use the model dtype")
     if w.context:
         flags += [table.context, str(w.context)]
-    if w.max_sequences:
-        flags += [table.max_sequences, str(w.max_sequences)]
+    # batch × in_flight where the plan has a KV model (max_sequences); its capacity without batch/in_flight
+    seqs = (w.sequences or w.max_sequences) if w.max_sequences else None
+    if seqs:
+        flags += [table.max_sequences, str(seqs)]
+    if w.token_budget and table.token_budget:
+        flags += [table.token_budget, str(w.token_budget)]
     if not w.model_known:
         warn.append("the plan has no model id (hf_id:); replace MODEL with the model to serve")
     return flags, warn

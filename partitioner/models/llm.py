@@ -101,12 +101,31 @@ class Workload(Frozen):
             data = {**data, "engine": name, "engine_settings": flags}
         return data
 
+    # The request mix (partitioner.analysis.chunked): mean tokens, or a histogram {tokens: weight}.
+    # With both given, serving numbers include chunked prefill; without them, pure decode.
+    input_tokens: NonNegativeInt | dict[NonNegativeInt, Positive] | None = None  # prompt tokens per request
+    output_tokens: PositiveInt | dict[PositiveInt, Positive] | None = None  # generated tokens per request
+    request_rate: Positive | None = None  # requests/s (Poisson), or
+    concurrency: PositiveInt | None = None  # clients, each sending the next request when one ends
+
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str | None) -> str | None:
         if value is not None:
             catalog.require("engines", value)
         return value
+
+    @model_validator(mode="after")
+    def _mix(self) -> Workload:
+        if (self.input_tokens is None) != (self.output_tokens is None):
+            field = "output_tokens" if self.output_tokens is None else "input_tokens"
+            raise LocatedValueError((field,), "input_tokens and output_tokens go together (give both or neither)")
+        if self.request_rate is not None and self.concurrency is not None:
+            raise LocatedValueError(("concurrency",), "give request_rate or concurrency, not both")
+        if self.input_tokens is None and (self.request_rate is not None or self.concurrency is not None):
+            field = "request_rate" if self.request_rate is not None else "concurrency"
+            raise LocatedValueError((field,), "a load needs input_tokens and output_tokens")
+        return self
 
     @model_validator(mode="after")
     def _context(self) -> Workload:

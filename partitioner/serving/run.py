@@ -47,6 +47,7 @@ import numpy as np
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
 from partitioner.serving.capacity import sequence_cap
+from partitioner.serving.engine_sched import EngineSchedule, engine_in_flight, in_flight_grid
 from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
 from partitioner.serving.score import Serving, serving_of
 
@@ -176,6 +177,8 @@ class _Search:
         """Search K at batch B; False when nothing fits at K = 1 (larger B cannot fit either)."""
         base = self.tables_at(B)
         r_lb = float(np.sum(base.cost.min(axis=0)))
+        if EngineSchedule(base.engine_id).scheduled:
+            return self.engine_batch(base, r_lb)
         K = 1
         while K == 1 or not self.timed_out():  # at least one point, whatever the clock says
             found = self.solve(with_in_flight(base, K), K)
@@ -198,6 +201,34 @@ class _Search:
                     break
                 problem = replace(problem, tables=with_in_flight(base, K), M=K)
         return True
+
+    def engine_batch(self, base: CostTables, r_lb: float) -> bool:
+        """vLLM / SGLang fix K by the pipeline depth (partitioner.serving.engine_sched, the hook):
+        K runs over the engine's K of 1..G stages, and every split found is scored at the K its
+        own stage count runs (a split of S' stages found at K != K(S') is re-scored at K(S')),
+        so every point kept is one the engine runs. False when nothing fits."""
+        sched = EngineSchedule(base.engine_id)
+        fits, seen = False, set()
+        for K in in_flight_grid(sched, base.G, []):
+            if fits and self.timed_out():
+                break
+            found = self.solve(with_in_flight(base, K), K)
+            if found is None:
+                continue
+            problem, sol = found
+            k_engine = engine_in_flight(sched, len(sol.devices)) or K
+            if (sol.devices, sol.cuts, k_engine) in seen:
+                continue
+            seen.add((sol.devices, sol.cuts, k_engine))
+            if k_engine != K:
+                problem = replace(problem, tables=with_in_flight(base, k_engine), M=k_engine)
+            point = self.score(problem, sol, r_lb)
+            s = point.serving
+            if s.max_sequences is not None and s.max_sequences < s.sequences:
+                continue
+            fits = True
+            self.record(point)
+        return fits
 
     def cannot_beat(self, base: CostTables, point: Point, r_lb: float) -> bool:
         """`prune` (module doc): no K at this batch beats the best so far; its bound is kept."""

@@ -7,9 +7,17 @@ flight (the workload's `batch` and `in_flight`):
     P       = max(K·w_max, Στ + Σd + d_ret)            TPOT, partitioner.analysis.closed_loop
     tokens/s = K·B / P
     TTFT    = Στ_p + Σd_p of one prompt (Thm 2 at M = 1); chunked: Thm 2/3 at M = C chunks of
-              `chunk_tokens` (vLLM's default max_num_batched_tokens with chunked prefill is 512:
-              vLLM docs/source/models/performance.rst "Chunked Prefill", v0.5)
+              the engine's token budget (tables' token_budget: serving.engine_sched, 2048 for
+              vLLM V1 on GPUs under 70 GiB; CHUNK_TOKENS = 512, vLLM v0.5's default, when unknown)
     max_sequences = min over stages of the sequences whose KV fits (`capacity`)
+
+With a request mix (workload `input_tokens` / `output_tokens`, optionally `request_rate` or
+`concurrency`): prompts share the steps as chunked prefill under the engine's token budget
+(`partitioner.analysis.chunked.steady_state`: each stage's step time is its decode time at B plus
+its per-token prefill time, one prompt's prefill cost / prompt_tokens, per prefill token; K·B
+request slots). tokens_per_s is then the output tokens/s, tpot_s vLLM's benchmark TPOT and ttft_s
+the TTFT under that load; `mix` holds the rest (total tokens/s, requests/s, what binds). Without
+a mix, decode only (zero prompt load). A workload of phase "prefill" scored here gets a warning.
 
 `binding` names what limits the plan: "bottleneck" or "round_trip" (which term of P binds),
 or "kv_capacity" when K·B sequences do not fit. The serve search may replace it with the limit
@@ -24,11 +32,16 @@ from typing import Any
 
 import numpy as np
 
+from partitioner.analysis.chunked import EngineLimits, MixServing, StepCost, steady_state
 from partitioner.analysis.closed_loop import decode_bound, decode_crossover, decode_period, prefill_ttft
 from partitioner.problem import CostTables, Metrics
 from partitioner.serving.capacity import capacity
+from partitioner.serving.engine_sched import SCHEDULED_ENGINES
 
-__all__ = ["Serving", "CHUNK_TOKENS", "serving_of", "return_latency"]
+__all__ = ["Serving", "CHUNK_TOKENS", "serving_of", "return_latency", "step_cost", "PREFILL_PHASE_WARNING"]
+
+PREFILL_PHASE_WARNING = ("the workload's phase is prefill: its costs are one prompt's pass, and the serving "
+                         "numbers treat them as decode steps (set phase: decode and input_tokens/output_tokens)")
 
 CHUNK_TOKENS = 512
 
@@ -57,6 +70,9 @@ class Serving:
     kv_tokens: int | None = None  # the engine's KV pool in tokens (None: generic free-memory model)
     stage_memory: tuple[Any, ...] = ()  # costs.kvpool.StageMemory per stage (engine pool only)
     kv_note: str = ""
+    token_budget: int = 0
+    mix: MixServing | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def sequences(self) -> int:
@@ -97,6 +113,9 @@ class Serving:
             "tokens_per_s_per_gpu": num(self.tokens_per_s_per_gpu),
             "tokens_per_s_per_user": num(self.tokens_per_s_per_user),
             **self._pool_dict(),
+            **({"token_budget": self.token_budget} if self.token_budget else {}),
+            **({"mix": {k: num(v) if isinstance(v, float) else v for k, v in vars(self.mix).items()}} if self.mix else {}),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
     def _pool_dict(self) -> dict[str, Any]:
@@ -135,11 +154,27 @@ def _prefill(t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...], reg
     return single, chunked, C
 
 
+def step_cost(t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...], m: Metrics) -> StepCost:
+    """A plan's engine step as StepCost: stage s's decode time at batch B plus, per prefill token,
+    its share of one prompt's prefill cost (prefill_cost / prompt_tokens); hops likewise."""
+    S = len(devices)
+    per_tok = [0.0] * S
+    hop_tok = [0.0] * (S - 1)
+    if t.prefill_cost is not None and t.prefill_cut_bytes is not None and t.prompt_tokens > 0:
+        per_tok = [float(np.sum(t.prefill_cost[g, cuts[s]:cuts[s + 1]])) / t.prompt_tokens for s, g in enumerate(devices)]
+        for s in range(S - 1):
+            beta = float(t.bandwidth_Bps[devices[s], devices[s + 1]])
+            hop_tok[s] = 0.0 if math.isinf(beta) else float(t.prefill_cut_bytes[cuts[s + 1] - 1]) / t.prompt_tokens / beta
+    return StepCost(tuple(float(x) for x in m.tau), (0.0,) * S, tuple(per_tok), tuple(float(x) for x in m.d),
+                    tuple(hop_tok), return_latency(t, devices))
+
+
 def serving_of(
     t: CostTables, devices: tuple[int, ...], cuts: tuple[int, ...], m: Metrics, regime: str,
-    *, chunk_tokens: int = CHUNK_TOKENS,
+    *, chunk_tokens: int | None = None,
 ) -> Serving:
     """The Serving of a scored plan on tables `t` (batch and in_flight are the tables')."""
+    chunk_tokens = chunk_tokens or t.token_budget or CHUNK_TOKENS
     B, K = t.batch, t.in_flight
     ret = return_latency(t, devices)
     P = decode_period(m.tau, m.d, K, ret, regime=regime)
@@ -147,12 +182,22 @@ def serving_of(
     cap = capacity(t, devices, cuts)
     binding = "kv_capacity" if cap.max_sequences is not None and cap.max_sequences < B * K else bound
     ttft, chunked, C = _prefill(t, devices, cuts, regime, chunk_tokens)
+    warnings: list[str] = [PREFILL_PHASE_WARNING] if t.phase == "prefill" else []
+    mix = None
+    tokens, tpot = (K * B / P) if P > 0 else math.inf, P
+    if t.request_mix is not None:
+        if t.prefill_cost is None:
+            warnings.append("the model has no prefill costs: prompts are scored as free")
+        mix = steady_state(step_cost(t, devices, cuts, m), t.request_mix, EngineLimits(K, B * K, max(1, t.token_budget)))
+        tokens, tpot, ttft = mix.output_tokens_per_s, mix.tpot_s, mix.ttft_s
     return Serving(
         batch=B, in_flight=K, max_sequences=cap.max_sequences, context=t.context,
-        tokens_per_s=(K * B / P) if P > 0 else math.inf, tpot_s=P, ttft_s=ttft, binding=binding,
+        tokens_per_s=tokens, tpot_s=tpot, ttft_s=ttft, binding=binding,
         capacity_stage=cap.stage, decode_bound=bound,
         round_trip_s=math.fsum([*m.tau.tolist(), *m.d.tolist(), ret]), d_ret_s=ret,
         crossover_in_flight=decode_crossover(m.tau, m.d, ret, regime=regime),
         ttft_chunked_s=chunked, prefill_chunks=C, gpus=len(devices),
         kv_tokens=cap.kv_tokens, stage_memory=cap.memory, kv_note=cap.note,
+        token_budget=t.token_budget if mix is not None or t.engine_id in SCHEDULED_ENGINES else 0,
+        mix=mix, warnings=tuple(warnings),
     )

@@ -1,0 +1,328 @@
+"""Steady-state serving of a request mix under chunked prefill over a pipeline (closed form).
+
+The engine (vLLM V1, vllm-project/vllm commit 000fc94b): `Scheduler.schedule`
+(vllm/v1/core/sched/scheduler.py) fills one step under a token budget C
+(`max_num_batched_tokens`): running requests first, each one token when decoding or the rest of
+its prompt (capped by what is left of C) when prefilling, then waiting requests while fewer than
+N = `max_num_seqs` requests run in all; a request whose previous step is still in flight has no
+new token and is skipped. `EngineCore.step_with_batch_queue` (vllm/v1/engine/core.py) keeps K
+steps in flight (`VllmConfig.max_concurrent_batches`, vllm/config/vllm.py: the PP size) and
+schedules the next step whenever the oldest returns. A request's prompt is done in h steps; the
+step that finishes it samples its first token; each later step of it samples one more.
+
+Step costs (`StepCost`): stage s takes a_s + b_s·n_d + p_s·n_p for a step of n_d decode and n_p
+prefill tokens, hop s takes e_s + q_s·(n_d + n_p), and the return d_ret. A step cycles once per
+
+    P(n_d, n_p) = max(K·max_s(a_s + b_s n_d + p_s n_p), Σ_s(...) + Σ_s hops + d_ret)
+
+(partitioner.analysis.closed_loop.decode_period with the step's times). Per step (fluid):
+r requests start, n_d = r·(O-1), n_p = r·I, h = max(1, I / (C - n_d)) for mean prompt I and
+output O. With
+
+- concurrency M (closed loop, zero think time): n = min(M, N) run, r = n / (K·(h + O - 1)),
+  unless the budget binds (n_d + n_p > C): then r = C / (O - 1 + I);
+- request rate λ: r = λ·P / K, a fixed point (P is a maximum of affine functions of P);
+  overloaded when a slope reaches 1, the budget is exceeded or more than N would run;
+
+the results are requests/s X = K·r/P, output tokens/s X·O, total tokens/s X·(I + O), and TPOT = P,
+which is vLLM's benchmark definition (latency - TTFT)/(output - 1) (vllm/benchmarks/serve.py
+`calculate_metrics`): a request's tokens after the first come one per cycle. At most n steps
+fly with n requests (K is min(K, n) in the closed loop). Decode only (I = 0) is P at n_p = 0,
+the closed-loop decode period.
+
+Variable steps. Prompts make steps uneven (a step holds 0, 1 or more prompts). P above is the
+deterministic cycle; with squared coefficient of variation v of the bottleneck's step time
+(prompts per step Poisson: Var n_p = r·E[I²], capped by Bhatia-Davis at n_p·(C - n_d - n_p)),
+P moves towards the exact mean value analysis of the cyclic network with exponential stations
+(Reiser & Lavenberg 1980) by the weight v/(1 + v): an interpolation, chosen because it matches
+the simulator (tests/test_chunked_mix.py; README "Request mix").
+
+TTFT = wait + h·P + own, own = I·(p_b + min(1, R/P)·(Σp + Σq - p_b))·(1 - n_p/(C - n_d)): the
+steps carrying the prompt are heavier than the average by its tokens, on the bottleneck and, as
+far as the round trip binds, on every stage and hop, unless the budget is full anyway. wait: the
+budget queue (prompts first come first served for C - n_d tokens a step: M/G/1,
+Pollaczek-Khinchine); closed loop with a queue, Little's law M/X - (O - 1)·P instead; at a rate
+also the mean residual to the next step launch P/(2K)·(1 + v) and the wait for a free request
+slot (Erlang C over max_num_seqs slots, Allen-Cunneen factor for the holding times' spread).
+Checked against the event-driven simulator `partitioner.simulate.chunked` (tests).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from partitioner.errors import InputError
+
+__all__ = ["StepCost", "RequestMix", "EngineLimits", "MixServing", "steady_state", "histogram"]
+
+Histogram = tuple[tuple[int, float], ...]  # (tokens, weight) pairs, weights summing to 1
+
+
+def histogram(value: float | Mapping[int, float] | Histogram, field: str) -> Histogram:
+    """A mean (one bin) or a {tokens: weight} table as normalised (tokens, weight) pairs."""
+    if isinstance(value, Mapping):
+        pairs = tuple((int(k), float(v)) for k, v in sorted(value.items()))
+    elif isinstance(value, tuple):
+        pairs = tuple((int(k), float(v)) for k, v in value)
+    else:
+        pairs = ((round(float(value)), 1.0),)
+    total = sum(w for _, w in pairs)
+    if not pairs or total <= 0 or any(k < 0 or w < 0 for k, w in pairs):
+        raise InputError(f"{field}: needs tokens >= 0 and positive weights (got {value!r})")
+    return tuple((k, w / total) for k, w in pairs)
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """One engine step's time per stage, affine in its tokens (module doc). Seconds."""
+
+    base_s: tuple[float, ...]  # a_s
+    per_seq_s: tuple[float, ...]  # b_s: per decode token
+    per_token_s: tuple[float, ...]  # p_s: per prefill token
+    hop_s: tuple[float, ...] = ()  # e_s, S - 1 hops
+    hop_per_token_s: tuple[float, ...] = ()  # q_s
+    return_s: float = 0.0  # d_ret
+
+    def __post_init__(self) -> None:
+        S = len(self.base_s)
+        if S == 0 or len(self.per_seq_s) != S or len(self.per_token_s) != S:
+            raise InputError("StepCost: base_s, per_seq_s and per_token_s need one entry per stage")
+        for name in ("hop_s", "hop_per_token_s"):
+            if len(getattr(self, name)) not in (0, S - 1):
+                raise InputError(f"StepCost: {name} needs S - 1 = {S - 1} entries")
+
+    @property
+    def stages(self) -> int:
+        return len(self.base_s)
+
+    def stage_times(self, n_d: float, n_p: float) -> np.ndarray:
+        return np.asarray(self.base_s) + np.asarray(self.per_seq_s) * n_d + np.asarray(self.per_token_s) * n_p
+
+    def hop_times(self, n_d: float, n_p: float) -> np.ndarray:
+        e = np.asarray(self.hop_s or [0.0] * (self.stages - 1))
+        q = np.asarray(self.hop_per_token_s or [0.0] * (self.stages - 1))
+        return e + q * (n_d + n_p)
+
+    def period(self, K: int, n_d: float, n_p: float) -> float:
+        """P = max(K·max stage, round trip) of steps of n_d decode and n_p prefill tokens."""
+        tau = self.stage_times(n_d, n_p)
+        return max(K * float(tau.max()), float(tau.sum() + self.hop_times(n_d, n_p).sum()) + self.return_s)
+
+    def _affine_terms(self, K: int, dn_d: float, dn_p: float) -> list[tuple[float, float]]:
+        """The terms of P's max as (c0, c1) in c0 + c1·x for n_d = dn_d·x, n_p = dn_p·x."""
+        a, b, p = (np.asarray(v) for v in (self.base_s, self.per_seq_s, self.per_token_s))
+        terms = [(K * float(a[s]), K * float(b[s] * dn_d + p[s] * dn_p)) for s in range(self.stages)]
+        e, q = self.hop_times(0.0, 0.0), self.hop_times(1.0, 0.0) - self.hop_times(0.0, 0.0)
+        c0 = float(a.sum() + e.sum()) + self.return_s
+        c1 = float((b * dn_d + p * dn_p).sum() + q.sum() * (dn_d + dn_p))
+        return [*terms, (c0, c1)]
+
+
+@dataclass(frozen=True)
+class RequestMix:
+    """The workload's requests: prompt and output lengths, and the load (rate or concurrency)."""
+
+    input_tokens: Histogram
+    output_tokens: Histogram
+    request_rate: float | None = None  # requests/s, Poisson arrivals
+    concurrency: int | None = None  # clients, each sending its next request when one ends
+
+    @property
+    def mean_input(self) -> float:
+        return math.fsum(k * w for k, w in self.input_tokens)
+
+    @property
+    def second_input(self) -> float:
+        """E[I²]: the spread of prompt lengths makes steps uneven."""
+        return math.fsum(k * k * w for k, w in self.input_tokens)
+
+    @property
+    def var_output(self) -> float:
+        mean = self.mean_output
+        return math.fsum(w * (k - mean) ** 2 for k, w in self.output_tokens)
+
+    @property
+    def mean_output(self) -> float:
+        return math.fsum(k * w for k, w in self.output_tokens)
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """The engine's scheduling numbers: K steps in flight, N running requests, C tokens a step."""
+
+    in_flight: int
+    max_num_seqs: int
+    token_budget: int
+
+
+@dataclass(frozen=True)
+class MixServing:
+    """Steady-state numbers of a request mix (SI units)."""
+
+    tpot_s: float
+    ttft_s: float
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    requests_per_s: float
+    running: float  # mean requests holding a slot
+    decode_tokens_per_step: float
+    prefill_tokens_per_step: float
+    prefill_steps: float  # h
+    binding: str  # "concurrency" | "max_num_seqs" | "token_budget" | "rate" | "overloaded"
+
+
+def _prefill_steps(n_in: float, C: float, n_d: float) -> float:
+    return 1.0 if n_in <= 0 else max(1.0, n_in / max(C - n_d, 1e-9))
+
+
+def _mva_cycle(means: np.ndarray, delay: float, K: int) -> float:
+    """Exact MVA of a closed cyclic network, exponential FCFS stations of `means` plus a delay:
+    the cycle K/X(K) (Reiser & Lavenberg 1980)."""
+    q = np.zeros_like(means)
+    cycle = float(means.sum()) + delay
+    for k in range(1, K + 1):
+        resid = means * (1.0 + q)
+        cycle = float(resid.sum()) + delay
+        q = k * resid / cycle
+    return K * cycle / K if K else cycle
+
+
+def _step_scv(cost: StepCost, tau: np.ndarray, r: float, n_in2: float, C: float, n_d: float, n_p: float) -> float:
+    """Squared coefficient of variation of the bottleneck's step time: prompts per step are
+    Poisson (variance r·E[I²] of n_p), capped by Bhatia-Davis for n_p in [0, C - n_d]."""
+    var = min(r * n_in2, n_p * max(C - n_d - n_p, 0.0))
+    b = int(tau.argmax())
+    return min(1.0, float(cost.per_token_s[b]) ** 2 * var / float(tau[b]) ** 2)
+
+
+def _cycle(cost: StepCost, K: int, r: float, n_in: float, n_in2: float, n_out: float, C: float) -> float:
+    """P at r requests per step (module doc, "Variable steps")."""
+    n_d, n_p = r * (n_out - 1.0), r * n_in
+    tau = cost.stage_times(n_d, n_p)
+    delay = float(cost.hop_times(n_d, n_p).sum()) + cost.return_s
+    det = max(K * float(tau.max()), float(tau.sum()) + delay)
+    if K == 1 or n_p <= 0:
+        return det
+    scv = _step_scv(cost, tau, r, n_in2, C, n_d, n_p)
+    return det + scv / (1.0 + scv) * max(0.0, _mva_cycle(tau, delay, K) - det)
+
+
+def _own(cost: StepCost, n_in: float, C: float, n_d: float, n_p: float, P: float) -> float:
+    """The extra latency of the steps carrying one prompt over an average step: its tokens on
+    the bottleneck stage, and on the other stages and hops as far as the round trip binds
+    (R/P of it), less the prefill it displaces when the budget is full."""
+    tau = cost.stage_times(n_d, n_p)
+    q = cost.hop_times(1.0, 0.0) - cost.hop_times(0.0, 0.0)
+    p_b = float(cost.per_token_s[int(tau.argmax())])
+    rest = float(np.sum(cost.per_token_s) + q.sum()) - p_b
+    trip = float(tau.sum() + cost.hop_times(n_d, n_p).sum()) + cost.return_s
+    spare = 1.0 - min(1.0, n_p / max(C - n_d, 1e-9))
+    return n_in * spare * (p_b + min(1.0, trip / P) * rest)
+
+
+def _budget_wait(r: float, n_in: float, n_in2: float, C: float, n_d: float, K: int, P: float) -> float:
+    """Mean wait for the token budget: prompts queue first come first served for the C - n_d
+    prefill tokens a step has, steps every P/K (M/G/1, Pollaczek-Khinchine)."""
+    cap = C - n_d
+    u = r * n_in / cap if cap > 0 else math.inf
+    if r <= 0 or n_in <= 0:
+        return 0.0
+    if u >= 1.0:
+        return math.inf
+    return r * n_in2 * P / (K * cap * cap * 2.0 * (1.0 - u))
+
+
+def _slot_wait(rate: float, hold: float, hold_scv: float, slots: int) -> float:
+    """Mean wait for one of `slots` request slots (max_num_seqs), each held `hold` seconds:
+    Erlang C with the Allen-Cunneen factor (1 + scv)/2 for the holding times' spread."""
+    a = rate * hold
+    if a >= slots:
+        return math.inf
+    erlang_b = 1.0
+    for k in range(1, slots + 1):
+        erlang_b = a * erlang_b / (k + a * erlang_b)
+    erlang_c = slots * erlang_b / (slots - a * (1.0 - erlang_b))
+    return erlang_c * hold / (slots - a) * (1.0 + hold_scv) / 2.0
+
+
+def _closed(cost: StepCost, mix: RequestMix, lim: EngineLimits, M: float) -> MixServing:
+    N, C = lim.max_num_seqs, float(lim.token_budget)
+    n_in, n_in2, n_out = mix.mean_input, mix.second_input, mix.mean_output
+    n = min(M, N)
+    K = max(1, min(lim.in_flight, int(n)))  # a request is in one step at a time: at most n steps fly
+    binding = "concurrency" if M <= N else "max_num_seqs"
+    h, r, P, first = 1.0, 0.0, cost.period(K, 0.0, 0.0), 0.0
+    for _ in range(100):  # r, h and P depend on each other: a fixed point, reached in a few rounds
+        hold = first + (n_out - 1.0) * P  # a request's time in the engine: its TTFT plus n_out - 1 cycles
+        r_new = n * P / (K * hold) if hold > 0 else C
+        if r_new * (n_out - 1.0 + n_in) >= C:
+            r_new, binding = C / (n_out - 1.0 + n_in), "token_budget"
+        r = 0.5 * (r + r_new) if r else r_new
+        n_d = r * (n_out - 1.0)
+        h = _prefill_steps(n_in, C, n_d)
+        P = _cycle(cost, K, r, n_in, n_in2, n_out, C)
+        wait = 0.0 if binding == "token_budget" else _budget_wait(r, n_in, n_in2, C, n_d, K, P)
+        first = wait + h * P + _own(cost, n_in, C, n_d, r * n_in, P)
+    X = K * r / P
+    ttft = first if binding == "concurrency" else M / X - (n_out - 1.0) * P  # Little's law with a queue
+    return MixServing(P, ttft, X * n_out, X * (n_out + n_in), X, min(n, X * (first + (n_out - 1.0) * P)), r * (n_out - 1.0), r * n_in,
+                      h, binding)
+
+
+def _open(cost: StepCost, mix: RequestMix, lim: EngineLimits, rate: float) -> MixServing | None:
+    K, C = lim.in_flight, float(lim.token_budget)
+    n_in, n_in2, n_out = mix.mean_input, mix.second_input, mix.mean_output
+    P = cost.period(K, 0.0, 0.0)
+    for _ in range(200):  # P = cycle(rate·P/K): increasing in P; diverges when overloaded
+        r = rate * P / K
+        if r * (n_out - 1.0 + n_in) > C:
+            return None
+        P_new = _cycle(cost, K, r, n_in, n_in2, n_out, C)
+        if abs(P_new - P) <= 1e-12 * P_new:
+            break
+        P = P_new
+    else:
+        return None
+    r = rate * P / K
+    n_d, n_p = r * (n_out - 1.0), r * n_in
+    h = _prefill_steps(n_in, C, n_d)
+    scv = _step_scv(cost, cost.stage_times(n_d, n_p), r, n_in2, C, n_d, n_p)
+    launch = P / (2 * K) * (1.0 + scv)  # mean residual time to the next step launch
+    first = launch + _budget_wait(r, n_in, n_in2, C, n_d, K, P) + h * P + _own(cost, n_in, C, n_d, n_p, P)
+    hold = first + (n_out - 1.0) * P  # a slot's holding time
+    running = rate * hold
+    if not math.isfinite(first) or running >= lim.max_num_seqs:
+        return None
+    queue = _slot_wait(rate, hold, (P * P * mix.var_output) / (hold * hold), lim.max_num_seqs)
+    return MixServing(P, first + queue, rate * n_out, rate * (n_out + n_in), rate, running, n_d, n_p, h, "rate")
+
+
+def steady_state(cost: StepCost, mix: RequestMix, lim: EngineLimits) -> MixServing:
+    """Serving numbers of `mix` on a pipeline of step costs `cost` under the engine's limits
+    (module doc). Without a rate or concurrency: saturated (every slot busy). A rate above
+    capacity gives the saturated numbers with TTFT = inf and binding "overloaded"."""
+    if lim.in_flight < 1 or lim.max_num_seqs < 1 or lim.token_budget < 1:
+        raise InputError(f"engine limits must be >= 1 (got {lim})")
+    n_out = mix.mean_output
+    if n_out < 1:
+        raise InputError(f"output_tokens must average >= 1 (got {n_out:g})")
+    if mix.request_rate is not None:
+        if mix.request_rate <= 0:
+            raise InputError(f"request_rate must be > 0 (got {mix.request_rate:g})")
+        got = _open(cost, mix, lim, mix.request_rate)
+        if got is not None:
+            return got
+        full = _closed(cost, mix, lim, float(lim.max_num_seqs))
+        return MixServing(full.tpot_s, math.inf, full.output_tokens_per_s, full.total_tokens_per_s,
+                          full.requests_per_s, full.running, full.decode_tokens_per_step,
+                          full.prefill_tokens_per_step, full.prefill_steps, "overloaded")
+    if mix.concurrency is None:  # saturated: every slot busy
+        full = _closed(cost, mix, lim, float(lim.max_num_seqs))
+        return full if full.binding == "token_budget" else replace(full, binding="max_num_seqs")
+    if mix.concurrency < 1:
+        raise InputError(f"concurrency must be >= 1 (got {mix.concurrency})")
+    return _closed(cost, mix, lim, float(mix.concurrency))
