@@ -108,3 +108,22 @@ def test_top_level_api_is_the_fleet_function():
     from partitioner.fleets import fleet
 
     assert partitioner.fleet is fleet
+
+
+def test_api_takes_a_target_object_or_mapping():
+    from fleet_cases import tiny_model
+
+    import partitioner
+    from partitioner.errors import InputError
+    from partitioner.fleets import Target
+
+    m = tiny_model()
+    kw = {"market": {"gtx-1070": 1}, "prices": {"gtx-1070": {"on_demand_usd_h": 0.08}}, "workers": 1, "max_batch": 8}
+    a = partitioner.fleet(m, target=Target(budget_usd_h=1.0), **kw).to_dict()
+    b = partitioner.fleet(m, target={"budget_usd_h": 1.0}, **kw).to_dict()
+    c = partitioner.fleet(m, budget_per_hour=1.0, **kw).to_dict()
+    assert a == b == c and a["found"]
+    with pytest.raises(InputError, match="unknown key"):
+        partitioner.fleet(m, target={"budget": 1.0}, **kw)
+    with pytest.raises(InputError, match="not both"):
+        partitioner.fleet(m, target={"budget_usd_h": 1.0}, tokens_per_s=5.0, **kw)

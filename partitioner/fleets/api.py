@@ -113,7 +113,8 @@ def _own_cost(own: Any, overrides: dict[str, Any] | None) -> float:
     return math.fsum(hourly(d.gpu_id, "on_demand", True, overrides) or 0.0 for d in own.devices)
 
 
-def fleet(model: Any, *, tokens_per_s: float | None = None, users: int | None = None,
+def fleet(model: Any, *, target: Target | dict[str, Any] | None = None, tokens_per_s: float | None = None,
+          users: int | None = None,
           tpot_ms: float | None = None, ttft_ms: float | None = None, budget_per_hour: float | None = None,
           own: Any = None, market: dict[str, int] | None = None, spot: bool = False,
           boxes: dict[str, int] | None = None, link: str = "10gbe", box_link: str = "pcie4",
@@ -123,8 +124,9 @@ def fleet(model: Any, *, tokens_per_s: float | None = None, users: int | None = 
           plan_time_limit_s: float | None = None,
           progress: Callable[[int, int, float], None] | None = None) -> FleetResult:
     """The cheapest fleet meeting the target, or the most tokens/s within the budget (module doc of
-    partitioner.fleets). `own` is a cluster (path or ClusterSpec) or None; `prices` overrides the
-    catalogue per GPU id (cluster.yaml `prices:` too, which `prices` wins over)."""
+    partitioner.fleets). `target` (a Target, or a mapping of its fields) may stand for the five target
+    keywords; `own` is a cluster (path or ClusterSpec) or None; `prices` overrides the catalogue per
+    GPU id (cluster.yaml `prices:` too, which `prices` wins over)."""
     from partitioner.api import load_inputs
     from partitioner.fleets.bound import FleetBound
     from partitioner.fleets.candidates import enumerate_fleets, fleet_cost
@@ -134,7 +136,19 @@ def fleet(model: Any, *, tokens_per_s: float | None = None, users: int | None = 
     from partitioner.models import catalog
 
     start = time.monotonic()
-    target = Target(tokens_per_s, users, tpot_ms, ttft_ms, budget_per_hour).check()
+    if target is None:
+        target = Target(tokens_per_s, users, tpot_ms, ttft_ms, budget_per_hour)
+    elif isinstance(target, dict):
+        unknown = set(target) - {"tokens_per_s", "users", "tpot_ms", "ttft_ms", "budget_usd_h"}
+        if unknown:
+            raise InputError(f"target: unknown key(s) {', '.join(sorted(unknown))}; valid: tokens_per_s, users, "
+                             "tpot_ms, ttft_ms, budget_usd_h")
+        target = Target(**target)
+    if any(v is not None for v in (tokens_per_s, users, budget_per_hour)) and target != Target(
+            tokens_per_s, users, tpot_ms, ttft_ms, budget_per_hour):
+        raise InputError("give the target either as target= or as keywords, not both")
+    target = target.check()
+    tpot_ms, ttft_ms = target.tpot_ms, target.ttft_ms
     if own is not None:
         model, own = load_inputs(model, own)
     else:
