@@ -21,6 +21,7 @@ def run_deploy(request: Any, *, inputs: tuple[str, str], as_json: bool, out: str
     """Plan `request` (a PlanRequest that partitioner.planning.routing routes to partitioner.deploy)
     from the files `inputs`, print (table or JSON) and optionally write the result."""
     from partitioner.planning.routing import Progress, route
+    from partitioner.result import Plan
 
     count = request.replicas
 
@@ -40,7 +41,7 @@ def run_deploy(request: Any, *, inputs: tuple[str, str], as_json: bool, out: str
         click.echo(result.to_json(), nl=False)
     elif export:
         print_export(result, export)
-    elif count == 1:
+    elif isinstance(result, Plan):  # one replica of TP groups
         from partitioner.cli._plan_view import render_plan
 
         render_plan(result, "not compared for TP-group plans")

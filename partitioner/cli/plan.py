@@ -79,7 +79,7 @@ def plan(
     from partitioner.api import build_problem, load_inputs
     from partitioner.planning.request import PlanRequest, ServeLimits, parse_replicas
     from partitioner.planning.routing import Progress, kind, route
-    from partitioner.result import PLAN_FORMAT
+    from partitioner.result import PLAN_FORMAT, Plan
     from partitioner.solvers.budget import Budget
 
     model, cluster = load_inputs(model_file, cluster_file)
@@ -107,7 +107,7 @@ def plan(
     if as_json:
         if out != "-":  # `--out -` already printed it
             click.echo(result.to_json(), nl=False)
-    elif export is None:
+    elif export is None and isinstance(result, Plan):  # (route gives a Plan for one pipeline)
         from partitioner.cli._plan_view import render_plan
 
         if objective == "serve":

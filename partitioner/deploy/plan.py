@@ -221,15 +221,16 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
                                           else max(1.0, REPLICA_SHARE * time_limit_s))
         serve_value = _only_usable(serve_value, dropped, engine)
         if count == 1:
-            plan = serve_value(list(range(len(cluster.devices))))
+            plan: Plan = serve_value(list(range(len(cluster.devices))))
             return dataclasses.replace(plan, notes=(*head, *plan.notes))
     elif count == 1:
-        return value(list(range(len(cluster.devices))))
+        one: Plan = value(list(range(len(cluster.devices))))
+        return one
     else:
         serve_value = _only_usable(replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp,
                                                    sizes=sizes, M=M, engine=engine, launch=launch), dropped, engine)
         bound = for_workload(model, cluster, base, tp, engine)
-    need = bound.need
+    need = float(bound.need)
 
     def fits(devices: list[int]) -> bool:
         kept = [g for g in devices if g not in dropped]
