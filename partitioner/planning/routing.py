@@ -63,23 +63,50 @@ def kind(request: PlanRequest) -> Literal["pipeline", "deployment"]:
 
 def route(request: PlanRequest, progress: Progress | None = None) -> Plan | Deployment:
     """Plan `request` (module doc): a `Plan` for one pipeline (also of TP groups), else a `Deployment`;
-    both carry the plan JSON's input fields (model id, workload, hosts)."""
+    both carry the plan JSON's input fields (model id, workload, hosts). A deployment request is
+    never answered below its floors (partitioner.planning.floors), solved first."""
+    return _route(request, progress or Progress(), {})
+
+
+Memo = dict[tuple[int | None, str], Plan | Deployment]
+
+
+def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deployment:
+    from partitioner.errors import PartitionerError
+    from partitioner.planning.floors import best_of, floor_requests
     from partitioner.planning.pipeline import with_metadata
 
-    progress = progress or Progress()
     tp, notes = resolve_tp(request)
     for line in notes:
         if progress.note is not None:
             progress.note(line)
     model, cluster = request.model, request.cluster
+    key = (request.replicas, tp)
+    if key in memo:
+        return memo[key]
     if request.replicas == 1 and tp == "off":
-        return with_metadata(_pipeline(request, progress), model, cluster)
+        memo[key] = with_metadata(_pipeline(request, progress), model, cluster)
+        return memo[key]
     from partitioner.deploy.plan import plan_request
 
-    result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas)
+    floors: list[tuple[str, Plan | Deployment]] = []
+    for label, sub in floor_requests(request, tp):  # solved first, in a fixed order (module doc of floors)
+        try:
+            floors.append((label, _route(sub, Progress(), memo)))
+        except PartitionerError:
+            continue  # no plan of that kind: no floor
+    try:
+        result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas)
+    except PartitionerError:
+        if not floors:
+            raise
+        result = floors[0][1]
     if isinstance(result, Deployment):
-        return dataclasses.replace(result, replicas=tuple(with_metadata(p, model, cluster) for p in result.replicas))
-    return with_metadata(result, model, cluster)
+        result = dataclasses.replace(result, replicas=tuple(with_metadata(p, model, cluster) for p in result.replicas))
+    else:
+        result = with_metadata(result, model, cluster)
+    memo[key] = best_of(result, floors, request.objective == "serve", cluster)
+    return memo[key]
 
 
 def _pipeline(request: PlanRequest, progress: Progress) -> Plan:
