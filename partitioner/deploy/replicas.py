@@ -40,7 +40,7 @@ from partitioner.deploy.bounds import MAX_MASK_KINDS
 from partitioner.deploy.greedy import _greedy
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.deploy.replica_result import ReplicaSearch, Value, _place, _Stop
-from partitioner.errors import InfeasibleError, InputError
+from partitioner.errors import InfeasibleError, InputError, SolverError
 
 __all__ = ["search_replicas", "MAX_VECTORS"]
 
@@ -125,12 +125,17 @@ def search_replicas(
         solved = [x for x, (t, _) in memo.items() if t > 0]
         total, chosen = _recursion(N, lambda x: memo[x][0], solved, replicas, None)(N, _r(N, replicas))
     if not math.isfinite(total) or not chosen:
+        if replicas is not None and stopped:  # out of time is not impossibility
+            raise SolverError(f"not proven: the search stopped ({stopped}) after {counter[0]} replica solves "
+                              f"before it found {replicas} replicas (gap unknown); raise --time-limit")
         if replicas is not None and any(t > 0 for t, _ in memo.values()):
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
         if replicas is not None and vectors and not stopped:  # some set holds one, none splits into N (as columns.py)
             raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
-        raise InfeasibleError("no set of nodes can hold the model as one pipeline"
-                              + (f" (search stopped: {stopped})" if stopped else ""))
+        if stopped:  # out of time is not impossibility
+            raise SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
+                              "raise --time-limit")
+        raise InfeasibleError("no set of nodes can hold the model as one pipeline")
     order = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, order, k, memo, value, cluster) for k in range(len(order))]
     optimal = exact and not stopped and all(getattr(p, "optimal", False) for p in plans)
