@@ -251,6 +251,16 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
         notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
     return Deployment(
         replicas=tuple(plans), unused=unused, optimal=found.optimal and all(p.optimal for p in plans),
-        upper_bound_tokens_per_s=found.upper_bound, wall_time_s=found.wall_time_s, subproblems=found.solved,
+        upper_bound_tokens_per_s=_finite_bound(found, bound, [g for g in range(len(cluster.devices)) if g not in dropped]), wall_time_s=found.wall_time_s, subproblems=found.solved,
         stopped=found.stopped, notes=tuple(notes),
     )
+
+
+def _finite_bound(found: Any, bound: Any, devices: list[int]) -> float:
+    """The search's upper bound on total tokens/s, or, where it has none (a quick plan, a stopped
+    search), the fluid bound of every usable device: additive over devices, so no deployment of
+    disjoint replicas exceeds it (partitioner.deploy.bounds)."""
+    upper = float(found.upper_bound)
+    if math.isfinite(upper) or not hasattr(bound, "fluid"):
+        return upper
+    return max(float(found.total), float(bound.fluid(devices)))
