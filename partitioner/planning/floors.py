@@ -9,6 +9,12 @@ seed deployments are floors inside the replica search (partitioner.deploy.seeds)
 the best of the search's answer and its floors; the search's upper bound still holds (its space
 contains every floor), so the gap is measured against it.
 
+Budget: the floors and then the search share the request's one budget in this order, the
+whole-cluster replica first. Without `--time-limit` every step is limited in work, so each floor
+is exactly the answer its own request gives and the floors hold exactly; under a wall-clock
+limit the first floor gets the whole limit (as `--replicas 1` alone would) and later ones what
+is left, so only the first is guaranteed then.
+
 Deployments and serve plans are compared by decode tokens/s; plans of the lexicographic
 objectives (balanced, throughput, makespan) by their objective key (less is better).
 """
@@ -32,13 +38,13 @@ Result = Plan | Deployment
 def floor_requests(request: PlanRequest, tp: str) -> list[tuple[str, PlanRequest]]:
     """(label, request) of each floor of a deployment request whose TP mode resolved to `tp`."""
     out: list[tuple[str, PlanRequest]] = []
+    if request.replicas is None:  # first: the whole cluster as one replica, with the budget it gets alone
+        out.append(("--replicas 1", dataclasses.replace(request, replicas=1, tp=tp)))
     if tp == "auto":
         nodes = [d.node for d in request.cluster.devices]
         if any(nodes.count(n) > 1 for n in set(nodes)):  # some machine has several GPUs
             out.append(("--tp node", dataclasses.replace(request, tp="node")))
         out.append(("--tp off", dataclasses.replace(request, tp="off")))
-    if request.replicas is None:
-        out.append(("--replicas 1", dataclasses.replace(request, replicas=1, tp=tp)))
     return out
 
 
