@@ -27,12 +27,6 @@ class EngineSpec(Frozen):
 
     id: str = DEFAULT_ENGINE
     name: str = ""
-    token_overhead_scale: NonNegative = 1.0
-    hop_overhead_ms: NonNegative = 0.0
-    eta_compute_scale: Positive | dict[Literal["tensor", "inference", "fp32"], Positive] = 1.0  # or per compute class
-    eta_memory_scale: Positive = 1.0
-    fp16_accumulate: bool = False  # GEMMs accumulate in fp16: GeForce tensor cores run at twice tensor_tflops
-    source: str = ""
     # Launch facts (one record per engine; each entry's `launch_source` cites the engine's code):
     launch_order: Literal["any", "ray", "equal_per_node"] = "any"  # device orders it launches as stage order
     min_compute_capability: str | None = None  # "7.0": GPUs below it are left out; None: not checked
@@ -40,6 +34,12 @@ class EngineSpec(Frozen):
     serve_port: int | None = None  # the server's default --port (replica r: + r)
     data_parallel_flag: str | None = None  # the option that launches identical replicas as one server
     launch_source: str = ""
+    token_overhead_scale: NonNegative = 1.0
+    hop_overhead_ms: NonNegative = 0.0
+    eta_compute_scale: Positive | dict[Literal["tensor", "inference", "fp32"], Positive] = 1.0  # or per compute class
+    eta_memory_scale: Positive = 1.0
+    fp16_accumulate: bool = False  # GEMMs accumulate in fp16: GeForce tensor cores run at twice tensor_tflops
+    source: str = ""
 
     @property
     def min_cc(self) -> tuple[int, int] | None:
