@@ -41,8 +41,14 @@ def floor_requests(request: PlanRequest, tp: str) -> list[tuple[str, PlanRequest
     if request.replicas is None:  # first: the whole cluster as one replica, with the budget it gets alone
         out.append(("--replicas 1", dataclasses.replace(request, replicas=1, tp=tp)))
     if tp == "auto":
+        from partitioner.costs.tables import select_engine
+
         nodes = [d.node for d in request.cluster.devices]
-        if any(nodes.count(n) > 1 for n in set(nodes)):  # some machine has several GPUs
+        sizes = {nodes.count(n) for n in set(nodes)}
+        uniform = select_engine(request.model, request.cluster, request.engine).tensor_parallel == "uniform"
+        # whole machines as TP groups: in the search space when some machine has several GPUs, and
+        # for an engine of one TP degree (which plans "auto" as "uniform") only when all have as many
+        if max(sizes) > 1 and (not uniform or len(sizes) == 1):
             out.append(("--tp node", dataclasses.replace(request, tp="node")))
         out.append(("--tp off", dataclasses.replace(request, tp="off")))
     return out
