@@ -81,3 +81,23 @@ def test_best_of_keeps_the_better_floor_and_the_search_bound() -> None:
     strong = dataclasses.replace(weak, upper_bound_tokens_per_s=_tps(one))
     assert best_of(strong, [("--replicas 1", one)], serve=True, cluster=req.cluster).optimal == one.optimal
     assert best_of(got, [("--replicas 1", one)], serve=True, cluster=req.cluster) is got  # not better: unchanged
+
+
+def test_a_search_stopped_after_its_floors_returns_the_best_floor_with_a_finite_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replica search runs out of time after the floors: the answer is the best floor as a
+    deployment, not proven, with the fluid bound (finite, and above the answer)."""
+    import partitioner.deploy.replicas as rep
+    from partitioner.errors import SolverError
+
+    req = PlanRequest(_model(9.0), _cluster(CLUSTER24_LIKE, [1]), objective="serve", limits=ServeLimits(max_batch=16))
+    one = route(dataclasses.replace(req, replicas=1))
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise SolverError("not proven: the search stopped (time_limit) before a replica was solved")
+
+    monkeypatch.setattr(rep, "search_replicas", stopped)
+    got = route(dataclasses.replace(req, replicas=None))
+    assert isinstance(got, Deployment) and not got.optimal and got.stopped == "time_limit"
+    assert got.tokens_per_s == pytest.approx(_tps(one))
+    assert math.isfinite(got.upper_bound_tokens_per_s) and got.upper_bound_tokens_per_s >= got.tokens_per_s

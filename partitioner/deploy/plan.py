@@ -21,15 +21,24 @@ from typing import Any
 
 from partitioner.deploy.deployment import Deployment, tp_notes
 from partitioner.deploy.replica_result import ReplicaPlanner
-from partitioner.errors import InfeasibleError, InputError
+from partitioner.errors import InfeasibleError, InputError, SolverError
 from partitioner.planning.request import PlanRequest, parse_replicas
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
 from partitioner.registry import TP_MODES
 from partitioner.result import Plan
 from partitioner.serving.run import _d_ret_lb
 
-__all__ = ["plan_request", "plan_deployment", "TP_MODES", "parse_replicas"]
+__all__ = ["plan_request", "plan_deployment", "SearchStopped", "TP_MODES", "parse_replicas"]
 
+
+
+class SearchStopped(SolverError):
+    """The replica search stopped (time limit, Ctrl-C) before it had an answer; `upper_bound` is
+    the fluid bound of every usable device, which no deployment exceeds (partitioner.deploy.bounds)."""
+
+    def __init__(self, message: str, upper_bound: float) -> None:
+        super().__init__(message)
+        self.upper_bound = upper_bound
 
 
 def _sizes(tp: str) -> tuple[int, ...] | None:
@@ -240,9 +249,13 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
     split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
                       allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
     left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
-    found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
-                            time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
-                            quick=split.quick, complete=split.complete, seed=serve)
+    try:
+        found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
+                                time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
+                                quick=split.quick, complete=split.complete, seed=serve)
+    except SolverError as exc:  # stopped before an answer: say so with the bound that holds
+        usable = [g for g in range(len(cluster.devices)) if g not in dropped]
+        raise SearchStopped(str(exc), float(bound.fluid(usable))) from None
     plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)

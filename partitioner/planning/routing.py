@@ -87,7 +87,7 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
     if request.replicas == 1 and tp == "off":
         memo[key] = with_metadata(_pipeline(request, progress), model, cluster)
         return memo[key]
-    from partitioner.deploy.plan import plan_request
+    from partitioner.deploy.plan import SearchStopped, plan_request
 
     floors: list[tuple[str, Plan | Deployment]] = []
     for label, sub in floor_requests(request, tp):  # solved first, in a fixed order (module doc of floors)
@@ -97,6 +97,10 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
             continue  # no plan of that kind: no floor
     try:
         result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas)
+    except SearchStopped as exc:  # out of time after the floors: the best floor, with the bound that holds
+        if not floors:
+            raise
+        result = _stopped(floors, request, exc)
     except PartitionerError:
         if not floors:
             raise
@@ -107,6 +111,26 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
         result = with_metadata(result, model, cluster)
     memo[key] = best_of(result, floors, request.objective == "serve", cluster)
     return memo[key]
+
+
+def _stopped(floors: list[tuple[str, Plan | Deployment]], request: PlanRequest, exc: Any) -> Plan | Deployment:
+    """The best floor as the answer of a search stopped before its own, not proven, with the
+    search's fluid bound (every deployment's, hence finite and valid) where it asked for replicas."""
+    from partitioner.planning.floors import as_deployment, better
+
+    best = floors[0][1]
+    for _, r in floors[1:]:
+        if better(r, best, request.objective == "serve"):
+            best = r
+    if request.replicas == 1:
+        return best
+    shell = Deployment(replicas=(), unused=(), optimal=False, upper_bound_tokens_per_s=exc.upper_bound)
+    dep = as_deployment(best, shell, request.cluster)
+    if not isinstance(dep, Deployment):
+        return dep
+    ub = max(exc.upper_bound, dep.tokens_per_s)
+    return dataclasses.replace(dep, optimal=False, upper_bound_tokens_per_s=ub, stopped="time_limit",
+                               notes=(*dep.notes, f"search stopped after its floors: {exc}"))
 
 
 def _pipeline(request: PlanRequest, progress: Progress) -> Plan:
