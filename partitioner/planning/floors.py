@@ -9,11 +9,11 @@ seed deployments are floors inside the replica search (partitioner.deploy.seeds)
 the best of the search's answer and its floors; the search's upper bound still holds (its space
 contains every floor), so the gap is measured against it.
 
-Budget: the floors and then the search share the request's one budget in this order, the
-whole-cluster replica first. Without `--time-limit` every step is limited in work, so each floor
-is exactly the answer its own request gives and the floors hold exactly; under a wall-clock
-limit the first floor gets the whole limit (as `--replicas 1` alone would) and later ones what
-is left, so only the first is guaranteed then.
+Budget: the floors and then the search share the request's one budget in this order: `--tp node`
+(one exact row per machine, the cheapest), the whole cluster as one replica, `--tp off`. Without
+`--time-limit` every CP-SAT step is limited in work, so each floor is the answer its own request
+gives and the floors hold; under a wall-clock limit each gets what earlier ones left, so only
+the first is guaranteed then (benchmarks/spine.py prints each floor beside the answer).
 
 Deployments and serve plans are compared by decode tokens/s; plans of the lexicographic
 objectives (balanced, throughput, makespan) by their objective key (less is better).
@@ -38,8 +38,6 @@ Result = Plan | Deployment
 def floor_requests(request: PlanRequest, tp: str) -> list[tuple[str, PlanRequest]]:
     """(label, request) of each floor of a deployment request whose TP mode resolved to `tp`."""
     out: list[tuple[str, PlanRequest]] = []
-    if request.replicas is None:  # first: the whole cluster as one replica, with the budget it gets alone
-        out.append(("--replicas 1", dataclasses.replace(request, replicas=1, tp=tp)))
     if tp == "auto":
         from partitioner.costs.tables import select_engine
 
@@ -48,8 +46,11 @@ def floor_requests(request: PlanRequest, tp: str) -> list[tuple[str, PlanRequest
         uniform = select_engine(request.model, request.cluster, request.engine).tensor_parallel == "uniform"
         # whole machines as TP groups: in the search space when some machine has several GPUs, and
         # for an engine of one TP degree (which plans "auto" as "uniform") only when all have as many
-        if max(sizes) > 1 and (not uniform or len(sizes) == 1):
+        if max(sizes) > 1 and (not uniform or len(sizes) == 1):  # first: one exact row per machine, cheap
             out.append(("--tp node", dataclasses.replace(request, tp="node")))
+    if request.replicas is None:  # the whole cluster as one replica, with the budget it gets alone
+        out.append(("--replicas 1", dataclasses.replace(request, replicas=1, tp=tp)))
+    if tp == "auto":
         out.append(("--tp off", dataclasses.replace(request, tp="off")))
     return out
 
