@@ -3,7 +3,7 @@
     PARTITIONER_SHARED=/path/to/shared python benchmarks/spine.py [--skip-helix] [--time-limit 60]
 
 Llama-3.1-70B bf16 decode (presets/models.yaml), `--objective serve --replicas auto`, through
-`partitioner.planning.route` exactly as `partition plan` runs it:
+`partitioner.planning.routing.route` exactly as `partition plan` runs it:
 - Helix cluster24 (4 A100-40GB, 8 L4, 12 T4; ../shared/data/helix cluster24.ini): proven, or a
   gap <= 10 %, in <= 10 s;
 - Helix cluster42 (42 machines, 64 GPUs) with TP groups (`--tp auto`): gap <= 10 % in <= 60 s;

@@ -6,7 +6,7 @@
 
 `model` and `cluster` are paths (str or Path) or objects from `load_model` / `load_cluster`.
 This is an edge module: it may read files; the solvers it calls stay pure. `plan` builds a
-`PlanRequest` and calls `partitioner.planning.route`, as `partition plan` does; the
+`PlanRequest` and calls `partitioner.planning.routing.route`, as `partition plan` does; the
 single-pipeline steps (`build_problem`, `solve_problem`, `serve_plan`, ...) live in
 partitioner.planning.pipeline and the serve limits in partitioner.planning.serve_limits, and
 are re-exported here under their old names.

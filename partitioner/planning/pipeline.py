@@ -1,6 +1,6 @@
 """One pipeline (one GPU per stage): build the problem, solve it, score it (moved from partitioner.api).
 
-These are the single-pipeline steps `partitioner.planning.route` takes when a request asks for
+These are the single-pipeline steps `partitioner.planning.routing.route` takes when a request asks for
 no TP groups and one replica; `partitioner.api` re-exports them under their old names.
 `model` and `cluster` are paths (str or Path) or objects from `load_model` / `load_cluster`.
 """

@@ -1,6 +1,6 @@
 """`PlanRequest`: everything one planning run is asked, as one frozen value.
 
-`partitioner.planning.route` takes it to a `Plan` (one pipeline) or a `Deployment` (TP groups or
+`partitioner.planning.routing.route` takes it to a `Plan` (one pipeline) or a `Deployment` (TP groups or
 several replicas); `partitioner.api.plan` and `partition plan` both build one. Fields:
 
 - model, cluster: the loaded `ModelSpec` and `ClusterSpec` (partitioner.models); the model's
