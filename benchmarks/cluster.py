@@ -94,11 +94,11 @@ def _row(label: str, tps: float | None, extra: str = "") -> None:
 
 def run_helix(helix: Path, in_flight: int, time_limit: float, names: tuple[str, ...] = ("cluster24", "cluster42"),
               rows: frozenset[str] = ROWS) -> None:
-    from partitioner.api import _profile_batches
+    from partitioner.planning.serve_limits import profile_batches
 
     model = ModelSpec.model_validate(profile_yaml(helix / "simulator" / "model_manager" / "llama2_70b",
                                                   batch=8, in_flight=in_flight, context=1024))
-    batches = _profile_batches(model) or [8]
+    batches = profile_batches(model) or [8]
     for name in names:
         cdict = cluster_yaml(helix / AE / INI[name], name)
         cluster = ClusterSpec.model_validate(cdict)

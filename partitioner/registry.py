@@ -66,7 +66,7 @@ EXPORT_TARGETS: dict[str, tuple[str, str, bool, bool, str]] = {
     "deepspeed": ("partitioner.export.deepspeed", "render", False, False, "PipelineModule parts"),
     "torchgpipe": ("partitioner.export.torchgpipe", "render", True, False, "GPipe balance and devices"),
     "megatron": ("partitioner.export.megatron", "render", False, False, "pipeline-model-parallel layout"),
-    "json": ("partitioner.export", "_json", False, False, "the plan itself"),
+    "json": ("partitioner.export.single", "_json", False, False, "the plan itself"),
 }
 LAUNCH_TARGETS: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp")  # targets that launch a server
 # Engines that take one --tensor-parallel-size for every pipeline stage: vLLM

@@ -1,23 +1,30 @@
-"""CP-SAT's worker count: the usable cores other processes leave idle, pinned by an env var."""
+"""CP-SAT's worker count: a fixed number whatever the load, pinned by an env var."""
 
 from __future__ import annotations
 
 import pytest
 
 
-def test_cpsat_workers_follow_free_cores_and_can_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cpsat_workers_are_fixed_and_can_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     from partitioner.solvers.cpsat import search
 
     monkeypatch.delenv("PARTITIONER_CPSAT_WORKERS", raising=False)
     assert 1 <= search.usable_cpus() <= (os.cpu_count() or 1)
-    monkeypatch.setattr(search, "usable_cpus", lambda: 8)
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))  # only the caller: every core
-    assert search.workers() == 8
-    monkeypatch.setattr(os, "getloadavg", lambda: (6.2, 1.0, 1.0))  # five others busy
-    assert search.workers() == 3
-    monkeypatch.setattr(os, "getloadavg", lambda: (40.0, 1.0, 1.0))
-    assert search.workers() == 1
-    monkeypatch.setenv("PARTITIONER_CPSAT_WORKERS", "2")
-    assert search.workers() == 2 and search.make_solver(1.0).parameters.num_workers == 2
+    for load in (0.0, 6.2, 40.0):  # the load of other processes does not change the count
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 1.0, 1.0))
+        assert search.workers() == search.DEFAULT_WORKERS
+    monkeypatch.setenv("PARTITIONER_CPSAT_WORKERS", "3")
+    assert search.workers() == 3 and search.make_solver(1.0).parameters.num_workers == 3
+    monkeypatch.setenv("PARTITIONER_CPSAT_WORKERS", "99")
+    assert search.workers() == search.MAX_WORKERS
+
+
+def test_without_a_wall_clock_limit_cpsat_is_limited_in_work() -> None:
+    from partitioner.solvers.cpsat import search
+
+    timed, counted = search.make_solver(2.5), search.make_solver(0.0, work=3.0)
+    assert timed.parameters.max_time_in_seconds == 2.5
+    assert counted.parameters.max_deterministic_time == 3.0
+    assert counted.parameters.max_time_in_seconds > 1e9  # no wall-clock cap (CP-SAT's default: infinite)

@@ -52,7 +52,7 @@ def test_unbounded_search_needs_many_subsolves(monkeypatch: pytest.MonkeyPatch) 
 def test_time_limit_bounds_the_whole_search(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fake clock that advances 1/64 s per solve: with a 1 s limit the search stops after 64
     of its 146 solves (not 1 s per sub-solve), each given only what is left."""
-    from partitioner.solvers import engine_clock
+    from partitioner.solvers import budget, engine_clock
 
     class Clock:
         now = 0.0
@@ -60,8 +60,11 @@ def test_time_limit_bounds_the_whole_search(monkeypatch: pytest.MonkeyPatch) -> 
         def monotonic(self) -> float:
             return self.now
 
+        perf_counter = monotonic
+
     clock = Clock()
     monkeypatch.setattr(engine_clock, "time", clock)
+    monkeypatch.setattr(budget, "time", clock)  # the clock's Budget (the one budget type)
     real = solvers.solve
     calls: list[float | None] = []
 

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from partitioner.deploy.plan import parse_replicas, plan_deployment
-from partitioner.errors import InfeasibleError, InputError
+from partitioner.errors import InfeasibleError, InputError, SolverError
 from partitioner.models.cluster import ClusterSpec
 from partitioner.models.llm import ModelSpec
 
@@ -263,8 +263,10 @@ def test_ctrl_c_and_time_limit_return_the_best_so_far(monkeypatch: pytest.Monkey
     assert 0 < d.tokens_per_s <= exact.tokens_per_s * (1 + 1e-9) <= d.upper_bound_tokens_per_s * (1 + 1e-9)
     assert any("search stopped" in n for n in d.notes)
     monkeypatch.setattr(plan_mod, "replica_planner", real)
-    with pytest.raises(InfeasibleError, match="stopped"):
+    with pytest.raises(SolverError, match="not proven: the search stopped"):  # out of time, not infeasible
         plan_deployment(model, cluster, replicas="auto", tp="off", time_limit_s=1e-9)
+    with pytest.raises(SolverError, match="not proven"):  # never "cannot hold 2 replicas" on a time-out
+        plan_deployment(model, cluster, replicas=2, tp="off", time_limit_s=1e-9)
 
 
 def test_tp_notes_say_what_engines_cannot_express() -> None:

@@ -24,9 +24,9 @@ def run_answer(model: Any, cluster: Any, choice: Any, *, inputs: tuple[str, str]
                max_batch: int | None, as_json: bool, out: str | None, export: str | None, engine: str | None,
                tp: str | None, max_machines: int | None) -> None:
     """Plan, then print (console or JSON) and optionally write the answer."""
-    from partitioner.api import _with_meta_any
     from partitioner.jsonio import dumps
     from partitioner.planning.answer import default_answer
+    from partitioner.planning.pipeline import with_metadata_any
 
     if out:
         from partitioner.cli._output import check_writable
@@ -36,7 +36,7 @@ def run_answer(model: Any, cluster: Any, choice: Any, *, inputs: tuple[str, str]
     ans = default_answer(model, cluster, M=M, regime=regime, solver=solver, order=order, time_limit_s=time_limit,
                          tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine, tp=tp,
                          max_machines=max_machines)
-    result = _with_meta_any(ans.result, model, cluster)
+    result = with_metadata_any(ans.result, model, cluster)
     doc = {**result.to_dict(), **answer_extra(ans)}
     text = dumps(doc) + "\n"
     if out:
@@ -48,9 +48,9 @@ def run_answer(model: Any, cluster: Any, choice: Any, *, inputs: tuple[str, str]
             click.echo(text, nl=False)
         return
     if export:
-        from partitioner.cli.plan import _print_export
+        from partitioner.cli._deploy import print_export
 
-        _print_export(result, export)
+        print_export(result, export)
         return
     click.echo(ans.choice.line())
     if hasattr(result, "replicas"):
@@ -58,10 +58,10 @@ def run_answer(model: Any, cluster: Any, choice: Any, *, inputs: tuple[str, str]
 
         render_deployment(result)
     else:
+        from partitioner.cli._baselines import even_serve
         from partitioner.cli._plan_view import render_plan
-        from partitioner.cli.plan import _even_serve
 
-        even = _even_serve(model, cluster, solver, regime=regime, order=order, time_limit_s=time_limit,
+        even = even_serve(model, cluster, solver, regime=regime, order=order, time_limit_s=time_limit,
                            tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine) \
             if len(result.stages) <= 8 else "not compared for pipelines over more than 8 GPUs"
         render_plan(result, even)

@@ -13,24 +13,23 @@ import click
 
 from partitioner.cli._output import fmt_time
 
-__all__ = ["run_deploy", "render_deployment"]
+__all__ = ["run_deploy", "render_deployment", "print_export"]
 
 
-def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: str, tp: str | None, M: int,
-               regime: str, objective: str, solver: str, order: str | None, time_limit: float | None,
-               as_json: bool, out: str | None, export: str | None = None, engine: str | None = None,
-               tpot_ms: float | None = None, ttft_ms: float | None = None, max_batch: int | None = None) -> None:
-    """Plan the loaded `model` on `cluster` (read from the files `inputs`), print (table or JSON)
-    and optionally write the result."""
-    from partitioner.deploy.plan import parse_replicas, plan_deployment
+def run_deploy(request: Any, *, inputs: tuple[str, str], as_json: bool, out: str | None,
+               export: str | None = None) -> None:
+    """Plan `request` (a PlanRequest that partitioner.planning.routing routes to partitioner.deploy)
+    from the files `inputs`, print (table or JSON) and optionally write the result."""
+    from partitioner.planning.routing import Progress, route
+    from partitioner.result import Plan
 
-    count = parse_replicas(replicas)
+    count = request.replicas
+
+    def note(line: str) -> None:
+        click.echo(f"note: {line}", err=True)
+
     with _progress(enabled=count != 1) as progress:
-        result = plan_deployment(model, cluster, replicas=count, tp=tp, M=M, regime=regime,
-                                 objective=objective, solver=solver, order=order, time_limit_s=time_limit,
-                                 progress=progress, engine=engine, tpot_ms=tpot_ms, ttft_ms=ttft_ms,
-                                 max_batch=max_batch)
-    result = _with_metadata(result, model, cluster)  # model id, workload, hosts: what the exports read
+        result = route(request, Progress(note=note, replicas=progress))
     if out:
         from partitioner.cli._output import safe_write
         from partitioner.deploy.deployment import DEPLOYMENT_FORMAT
@@ -41,28 +40,15 @@ def run_deploy(model: Any, cluster: Any, *, inputs: tuple[str, str], replicas: s
     if as_json:
         click.echo(result.to_json(), nl=False)
     elif export:
-        from partitioner.cli.plan import _print_export
-
-        _print_export(result, export)
-    elif count == 1:
+        print_export(result, export)
+    elif isinstance(result, Plan):  # one replica of TP groups
         from partitioner.cli._plan_view import render_plan
 
         render_plan(result, "not compared for TP-group plans")
-        for note in result.notes:
-            click.echo(f"note: {note}")
+        for line in result.notes:
+            click.echo(f"note: {line}")
     else:
         render_deployment(result)
-
-
-def _with_metadata(result: Any, model: Any, cluster: Any) -> Any:
-    """A Plan, or every replica of a Deployment, carrying the plan JSON's input fields."""
-    import dataclasses
-
-    from partitioner.api import with_metadata
-
-    if hasattr(result, "replicas"):
-        return dataclasses.replace(result, replicas=tuple(with_metadata(p, model, cluster) for p in result.replicas))
-    return with_metadata(result, model, cluster)
 
 
 class _progress:
@@ -127,3 +113,11 @@ def render_deployment(d: Any) -> None:
     else:
         console.print(f"not proven: upper bound {d.upper_bound_tokens_per_s:.4g} tokens/s, gap {d.gap:.1%} "
                       f"({d.subproblems} replica solves{', ' + d.stopped if d.stopped else ''})")
+
+
+def print_export(result: Any, target: str) -> None:
+    """A Plan or Deployment in `target`'s format on stdout (moved from partitioner.cli.plan)."""
+    from partitioner.cli.export import emit
+    from partitioner.export import render
+
+    emit(render(result, target), strict=False)

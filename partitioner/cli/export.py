@@ -74,7 +74,7 @@ def export(
 ) -> None:
     """Print PLAN.json (written by `partition plan --out`) as TARGET takes it."""
     from partitioner.export import render
-    from partitioner.export.load import load_export_input
+    from partitioner.export.replicas import load_export_input
 
     result = render(load_export_input(plan_file), target, ordinals=parse_device_ids(device_id), endpoints=parse_endpoints(rpc_endpoint))
     emit(result, strict=strict, host=host, out_dir=out_dir, inputs=(plan_file,))

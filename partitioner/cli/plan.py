@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
+from partitioner.cli._baselines import even_baseline, even_serve
 from partitioner.cli._parse import PresetName
 from partitioner.registry import (
     BASELINES,
-    EXACT_CHOICES,
     EXPORT_TARGETS,
     LAUNCH_TARGETS,
     OBJECTIVES,
@@ -17,7 +17,6 @@ from partitioner.registry import (
     REGIMES,
     SOLVER_CHOICES,
     TP_MODES,
-    UNIFORM_TP_ENGINES,
 )
 
 __all__ = ["plan"]
@@ -94,8 +93,11 @@ def plan(
     import time
 
     started = time.monotonic()  # --time-limit counts from here: loading the files is part of it
-    from partitioner.api import build_problem, load_inputs, solve_problem, wants_deployment, with_metadata
-    from partitioner.result import PLAN_FORMAT
+    from partitioner.api import build_problem, load_inputs
+    from partitioner.planning.request import PlanRequest, ServeLimits, parse_replicas
+    from partitioner.planning.routing import Progress, kind, route
+    from partitioner.result import PLAN_FORMAT, Plan
+    from partitioner.solvers.budget import Budget
 
     model, cluster = load_inputs(model_file, cluster_file)
     time_limit = _time_left(time_limit, started)
@@ -107,13 +109,19 @@ def plan(
     engine = engine or (export if export in LAUNCH_TARGETS else None)  # an engine target also sets --engine
     from partitioner.planning.objective import default_objective
 
+    def request_of(objective: str) -> PlanRequest:
+        return PlanRequest(model, cluster, engine=engine, objective=objective, M=M, regime=regime, solver=solver,
+                           order=order, limits=ServeLimits(tpot_ms, ttft_ms, max_batch),
+                           replicas=parse_replicas(replicas), tp=tp, budget=Budget(time_limit),
+                           max_stages=max_stages)
+
     choice = default_objective(model, objective)
     if choice.default and choice.objective == "serve" and solver in BASELINES:
         from partitioner.planning.objective import Choice
 
         choice = Choice("balanced", f"--solver {solver} replays an engine's split at the workload's batch and "
                                     "in-flight count", True)
-    if max_stages is not None and (choice.objective == "serve" or wants_deployment(replicas, tp, cluster)):
+    if max_stages is not None and (choice.objective == "serve" or kind(request_of("balanced")) == "deployment"):
         from partitioner.errors import InputError
 
         raise InputError(f"--max-stages applies to one pipeline of --objective balanced, throughput or makespan "
@@ -139,18 +147,13 @@ def plan(
     objective = choice.objective
     if choice.default and not as_json and export is None:
         click.echo(choice.line())
-    if wants_deployment(replicas, tp, cluster):
-        tp = _engine_tp(tp, engine, cluster)
-    if wants_deployment(replicas, tp, cluster):  # (one pipeline with --tp off: the engine-order path below)
+    _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
+    request = request_of(objective)
+    if kind(request) == "deployment":
         from partitioner.cli._deploy import run_deploy
 
-        _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
-        return run_deploy(model, cluster, inputs=(model_file, cluster_file), replicas=replicas, tp=tp, M=M,
-                          regime=regime, objective=objective, solver=solver, order=order, time_limit=time_limit,
-                          as_json=as_json, out=out, export=export, engine=engine,
-                          tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch)
+        return run_deploy(request, inputs=(model_file, cluster_file), as_json=as_json, out=out, export=export)
 
-    _check_serve_options(objective, tpot_ms, ttft_ms, max_batch)
     if out:  # refuse an unwritable --out before solving, not after
         from partitioner.cli._output import check_writable
 
@@ -158,24 +161,8 @@ def plan(
     from partitioner.cli._progress import ProgressLine, wants_progress
 
     line = ProgressLine(wants_progress(show_progress, data_on_stdout=as_json or export is not None))
-    if objective == "serve":
-        from partitioner.api import serve_plan
-
-        with line:
-            result = serve_plan(model, cluster, regime=regime, solver=solver, order=order,
-                                time_limit_s=time_limit, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
-                                progress=_serve_progress(line), engine=engine)
-    else:
-        problem = build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
-                                time_limit_s=time_limit, engine=engine)
-        if max_stages is not None:
-            import dataclasses
-
-            problem = dataclasses.replace(problem, max_stages=max_stages)
-        _engine_notes(problem, solver, engine)
-        with line:
-            result = solve_problem(problem, solver, _progress_printer(line), engine=engine, cluster=cluster)
-    result = with_metadata(result, model, cluster)
+    with line:
+        result = route(request, Progress(note=_note, solve=_progress_printer(line), serve=_serve_progress(line)))
     if out:
         from partitioner.cli._output import safe_write
 
@@ -183,37 +170,24 @@ def plan(
     if as_json:
         if out != "-":  # `--out -` already printed it
             click.echo(result.to_json(), nl=False)
-    elif export is None:
+    elif export is None and isinstance(result, Plan):  # (route gives a Plan for one pipeline)
         from partitioner.cli._plan_view import render_plan
 
         if objective == "serve":
-            even = _even_serve(model, cluster, solver, regime=regime, order=order, time_limit_s=time_limit,
-                               tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine)
+            even = even_serve(model, cluster, solver, regime=regime, order=order, time_limit_s=time_limit,
+                              tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine)
         else:
-            even = _even_baseline(problem, solver)
+            even = even_baseline(build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
+                                               time_limit_s=time_limit, engine=engine), solver)
         render_plan(result, even)
     if export:
-        _print_export(result, export)
+        from partitioner.cli._deploy import print_export
+
+        print_export(result, export)
 
 
-def _engine_tp(tp: str | None, engine: str | None, cluster: Any) -> str | None:
-    """TP groups as the engine can launch them. vLLM, SGLang and TensorRT-LLM take one TP degree for
-    every stage (partitioner.registry.UNIFORM_TP_ENGINES): partitioner.deploy.plan turns per-stage
-    degrees ("auto", or unset with cluster.yaml's tp:) into "uniform" and says so in the result's
-    notes. llama.cpp cannot run TP inside its layer split (partitioner.export.llamacpp): one GPU per
-    stage ("off"), said on stderr. `--tp node` with machines of different GPU counts gets a warning."""
-    if tp not in (None, "auto"):
-        if tp == "node" and engine in UNIFORM_TP_ENGINES:
-            sizes = {sum(1 for d in cluster.devices if d.node == n) for n in {d.node for d in cluster.devices}}
-            if len(sizes) > 1:
-                click.echo(f"note: --tp node gives machines with {'/'.join(map(str, sorted(sizes)))} GPUs different TP "
-                           f"degrees, which {engine} cannot launch (one degree for every stage)", err=True)
-        return tp
-    if engine == "llamacpp":
-        click.echo("note: llama.cpp cannot run tensor parallelism inside its layer split: planning with --tp off "
-                   "(one GPU per stage)", err=True)
-        return "off"
-    return tp
+def _note(line: str) -> None:
+    click.echo(f"note: {line}", err=True)
 
 
 def _time_left(limit: float | None, started: float) -> float | None:
@@ -233,21 +207,6 @@ def _check_serve_options(objective: str, tpot_ms: float | None, ttft_ms: float |
     given = [n for n, v in (("--tpot-ms", tpot_ms), ("--ttft-ms", ttft_ms), ("--max-batch", max_batch)) if v is not None]
     if given and objective != "serve":
         raise InputError(f"{given[0]} needs --objective serve (got --objective {objective})")
-
-
-def _engine_notes(problem: Any, solver: str, engine: str | None) -> None:
-    """Say on stderr what --engine changes: baselines are not restricted; GPUs below the engine's
-    minimum compute capability are left out (partitioner.solvers.engine_sequences)."""
-    if engine in (None, "generic"):
-        return
-    if solver not in EXACT_CHOICES:
-        click.echo(f"note: --solver {solver} replays an engine's own split; --engine {engine} does not restrict it", err=True)
-        return
-    from partitioner.solvers import engine_sequences
-
-    dropped = engine_sequences.unsupported_devices(problem.tables, engine)
-    for line in engine_sequences.unsupported_notes(problem.tables, engine, dropped):
-        click.echo(f"note: --engine {line}", err=True)
 
 
 def _serve_progress(line: Any) -> Any:
@@ -271,34 +230,3 @@ def _progress_printer(line: Any) -> Any:
     return show
 
 
-def _even_baseline(problem: Any, solver: str) -> Any:
-    """The vLLM `even` split on the same problem, for the gain line (None if it cannot be built)."""
-    if solver == "even":
-        return None
-    from partitioner.api import solve_problem
-    from partitioner.errors import PartitionerError
-
-    try:
-        return solve_problem(problem, "even")
-    except PartitionerError as exc:
-        return str(exc)
-
-
-def _even_serve(model: Any, cluster: Any, solver: str, **kwargs: Any) -> Any:
-    """vLLM's even split with its best batch and in-flight count under the same limits."""
-    if solver == "even":
-        return None
-    from partitioner.api import serve_plan
-    from partitioner.errors import PartitionerError
-
-    try:
-        return serve_plan(model, cluster, solver="even", **kwargs)
-    except PartitionerError as exc:
-        return str(exc)
-
-
-def _print_export(result: Any, target: str) -> None:
-    from partitioner.cli.export import emit
-    from partitioner.export import render
-
-    emit(render(result, target), strict=False)

@@ -155,9 +155,9 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
            base_regime: str, solver: str, order: str | None, deadline: Any, pareto_max_M: int,
            variations: Any, export: str, charts: bool, say: Any) -> Any:
     from partitioner.api import build_problem, load_inputs
-    from partitioner.cli._deploy import _with_metadata as with_metadata
     from partitioner.cli._report_parts import decode_search, no_fit_report, replicas_search
     from partitioner.errors import InfeasibleError
+    from partitioner.planning.pipeline import with_metadata_any as with_metadata
     from partitioner.report.build import build_report
     from partitioner.report.headline import engine_command
     from partitioner.report.pareto import pareto_Ms

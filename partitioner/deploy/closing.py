@@ -93,8 +93,11 @@ def _ip(X: np.ndarray, u: np.ndarray, N: tuple[int, ...], replicas: int | None, 
     m.maximize(sum(math.ceil(float(ui) * scale) * y for ui, y in zip(u, ys, strict=True)))
     sat = cp_model.CpSolver()
     sat.parameters.num_workers = 1
-    left = 10.0 if time_limit_s is None else time_limit_s - (time.perf_counter() - start)
-    sat.parameters.max_time_in_seconds = max(0.5, min(IP_SECONDS, left))
+    if time_limit_s is None:  # no wall-clock limit: one in work, the same on any machine (cpsat.search doc)
+        sat.parameters.max_deterministic_time = IP_SECONDS
+    else:
+        left = time_limit_s - (time.perf_counter() - start)
+        sat.parameters.max_time_in_seconds = max(0.5, min(IP_SECONDS, left))
     status = sat.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
@@ -122,8 +125,10 @@ def _integer(X: np.ndarray, solved: dict[int, tuple[float, Any]], N: tuple[int, 
     m.maximize(sum(round(t * scale) * y for (_, t), y in zip(cols, ys, strict=True)))
     sat = cp_model.CpSolver()
     sat.parameters.num_workers = 1
-    left = 10.0 if time_limit_s is None else max(0.2, time_limit_s - (time.perf_counter() - start))
-    sat.parameters.max_time_in_seconds = min(10.0, left)
+    if time_limit_s is None:  # no wall-clock limit: one in work, the same on any machine (cpsat.search doc)
+        sat.parameters.max_deterministic_time = 10.0
+    else:
+        sat.parameters.max_time_in_seconds = min(10.0, max(0.2, time_limit_s - (time.perf_counter() - start)))
     if sat.solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [], 0.0
     chosen = [tuple(int(a) for a in X[i]) for (i, _), y in zip(cols, ys, strict=True) for _ in range(sat.value(y))]

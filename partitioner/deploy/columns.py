@@ -39,7 +39,7 @@ import numpy as np
 from partitioner.deploy import closing
 from partitioner.deploy.closing import _close, _integer
 from partitioner.deploy.pricing import _Master, _tail
-from partitioner.errors import InfeasibleError, InputError
+from partitioner.errors import InfeasibleError, InputError, SolverError
 
 __all__ = ["search_columns", "MAX_COLUMNS", "count_vectors"]
 
@@ -203,10 +203,15 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
     if replicas is None and seeded[0] > total * (1 + 1e-12):
         chosen, total = seeded[1], seeded[0]
     if not chosen:
+        if replicas is not None and stopped:  # out of time is not impossibility
+            raise SolverError(f"not proven: the search stopped ({stopped}) after {len(solved)} replica solves "
+                              f"before it found {replicas} replicas (gap unknown); raise --time-limit")
         if replicas is not None and any(t > 0 for t, _ in solved.values()):
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
-        raise InfeasibleError("no replica was solved before the search stopped" if stopped
-                              else "no set of nodes can hold the model as one pipeline")
+        if stopped:  # out of time is not impossibility
+            raise SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
+                              "raise --time-limit")
+        raise InfeasibleError("no set of nodes can hold the model as one pipeline")
     ordered = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, ordered, k, memo, value, cluster) for k in range(len(ordered))]
     optimal = not stopped and best_bound <= total * (1 + 1e-9) and all(getattr(p, "optimal", False) for p in plans)

@@ -17,7 +17,7 @@ from typing import Any
 
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.deploy.replica_result import ReplicaSearch, Value, _place, _Stop
-from partitioner.errors import InfeasibleError
+from partitioner.errors import InfeasibleError, SolverError
 
 GREEDY_WIDTH = 12
 
@@ -74,6 +74,9 @@ def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *
         if seed_total > total_of(best):
             best = seeded
     chosen = best
+    if stopped and (not chosen or (replicas is not None and len(chosen) < replicas)):  # out of time
+        raise SolverError(f"not proven: the greedy replica search placed {len(chosen)} replicas before it stopped "
+                          f"({stopped}); raise --time-limit")
     if not chosen or (replicas is not None and len(chosen) < replicas):
         raise InfeasibleError(f"the greedy replica search placed {len(chosen)} replicas"
                               + (f" before it stopped ({stopped})" if stopped else ""))

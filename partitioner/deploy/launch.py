@@ -29,11 +29,11 @@ class Launch:
 
     @property
     def rule(self) -> str:
-        if self.engine == "vllm":
-            return "Ray ranks GPUs node by node: the driver's node, then nodes with fewer GPUs, then IP"
-        if self.engine in ("sglang", "trtllm"):
-            return "the same number of consecutive stages on every node"
-        return "any order"
+        from partitioner.solvers.engine_sequences import launch_rule
+
+        return {"ray": "Ray ranks GPUs node by node: the driver's node, then nodes with fewer GPUs, then IP",
+                "equal_per_node": "the same number of consecutive stages on every node"}.get(
+                    launch_rule(self.engine), "any order")
 
     def solve(self, problem: Problem, members: Sequence[Sequence[int]]) -> Solution:
         """The best plan of `problem` the engine launches; row r runs on GPUs `members[r]`."""

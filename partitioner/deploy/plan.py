@@ -19,31 +19,26 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_notes
-from partitioner.deploy.replica_result import with_hooks
-from partitioner.errors import InfeasibleError, InputError
+from partitioner.deploy.deployment import Deployment, tp_notes
+from partitioner.deploy.replica_result import ReplicaPlanner
+from partitioner.errors import InfeasibleError, InputError, SolverError
+from partitioner.planning.request import PlanRequest, parse_replicas
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
 from partitioner.registry import TP_MODES
+from partitioner.result import Plan
 from partitioner.serving.run import _d_ret_lb
 
-__all__ = ["plan_deployment", "TP_MODES", "parse_replicas"]
+__all__ = ["plan_request", "plan_deployment", "SearchStopped", "TP_MODES", "parse_replicas"]
 
 
 
-def parse_replicas(value: str | int) -> int | None:
-    """"auto" -> None, else a positive integer (InputError otherwise)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        n = value
-    elif isinstance(value, str) and value.strip().lower() == "auto":
-        return None
-    else:
-        try:
-            n = int(str(value))
-        except ValueError:
-            raise InputError(f"--replicas must be 'auto' or a positive integer (got {value!r})") from None
-    if n < 1:
-        raise InputError(f"--replicas must be 'auto' or a positive integer (got {value!r})")
-    return n
+class SearchStopped(SolverError):
+    """The replica search stopped (time limit, Ctrl-C) before it had an answer; `upper_bound` is
+    the fluid bound of every usable device, which no deployment exceeds (partitioner.deploy.bounds)."""
+
+    def __init__(self, message: str, upper_bound: float) -> None:
+        super().__init__(message)
+        self.upper_bound = upper_bound
 
 
 def _sizes(tp: str) -> tuple[int, ...] | None:
@@ -54,7 +49,7 @@ def _sizes(tp: str) -> tuple[int, ...] | None:
 
 def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callable[[CostTables], Problem],
                     solve: Callable[[Problem], Any], tp: str, sizes: tuple[int, ...] | None, M: int,
-                    engine: str | None = None, launch: Any = None) -> Callable[[list[int]], Any]:
+                    engine: str | None = None, launch: Any = None) -> ReplicaPlanner:
     """devices -> the replica's Plan for serving (tokens/s = K·B/P, P = max(K·w, R)):
 
     the exact least-period split over groups ("throughput" at M = K: least w, then least R among
@@ -75,10 +70,7 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
     def period(plan: Any) -> float:
         return float(plan.serving.tpot_s) if plan.serving is not None else math.inf
 
-    uppers: dict[int, float] = {}
-    partial: set[int] = set()
-
-    def planner(devices: list[int], quick: bool = False) -> Any:
+    def planner(devices: list[int], quick: bool) -> tuple[Any, float, bool]:
         """`quick`: the least-period split alone (one solve), its bound K·w* only."""
         cands = [run("throughput", max(1, K), devices)]
         plans = [to_plan(cands[0], cluster)]
@@ -102,12 +94,9 @@ def replica_planner(model: Any, cluster: Any, *, base: CostTables, make: Callabl
         gp = dataclasses.replace(gp, problem=problem, solution=dataclasses.replace(gp.solution, objective=key))
         plan = to_plan(gp, cluster)
         plan = dataclasses.replace(plan, optimal=proven, notes=tuple(tp_notes(plan)))
-        uppers[id(plan)] = K * base.batch / bound if bound > 0 else math.inf
-        if quick and not proven:
-            partial.add(id(plan))
-        return plan
+        return plan, K * base.batch / bound if bound > 0 else math.inf, not (quick and not proven)
 
-    return with_hooks(planner, uppers, partial)
+    return ReplicaPlanner(planner)
 
 
 def _launch(engine: str | None, solver: str, order: str, cluster: Any) -> Any:
@@ -143,19 +132,10 @@ def _usable(devices: list[int], dropped: frozenset[int], engine: str | None) -> 
 
 
 def _only_usable(value: Any, dropped: frozenset[int], engine: str | None) -> Any:
-    """`value` (devices -> Plan, with the replica search's attributes) on the usable devices only."""
+    """`value` (a ReplicaPlanner) on the usable devices only."""
     if not dropped:
         return value
-
-    def wrapped(devices: list[int]) -> Any:
-        return value(_usable(devices, dropped, engine))
-
-    for name in ("upper", "complete"):
-        if hasattr(value, name):
-            setattr(wrapped, name, getattr(value, name))
-    if hasattr(value, "quick"):
-        wrapped.quick = lambda devices: value.quick(_usable(devices, dropped, engine))  # type: ignore[attr-defined]
-    return wrapped
+    return value.restricted(lambda devices: _usable(devices, dropped, engine))
 
 
 def plan_deployment(
@@ -176,9 +156,23 @@ def plan_deployment(
     ttft_ms: float | None = None,
     max_batch: int | None = None,
 ) -> Any:
+    """`plan_request` of these arguments (the keyword form older callers use; files loaded)."""
+    from partitioner.models import load_cluster, load_model
+    from partitioner.planning.request import PlanRequest, ServeLimits
+    from partitioner.solvers.budget import Budget
+
+    model = load_model(model) if not hasattr(model, "layers") else model
+    cluster = load_cluster(cluster) if not hasattr(cluster, "devices") else cluster
+    request = PlanRequest(model, cluster, engine=engine, objective=objective, M=M, regime=regime, solver=solver,
+                          order=order, limits=ServeLimits(tpot_ms, ttft_ms, max_batch),
+                          replicas=parse_replicas(replicas), tp=tp, budget=Budget(time_limit_s))
+    return plan_request(request, progress)
+
+
+def plan_request(request: PlanRequest, progress: Callable[..., None] | None = None) -> Plan | Deployment:
     """A Plan (replicas == 1) or a Deployment; module doc. `engine` (presets/engines.yaml)
     overrides the files' `engine:` in the cost model (its overheads), and one that takes a single
-    TP degree for every stage (UNIFORM_TP_ENGINES) turns tp "auto" into "uniform"."""
+    TP degree for every stage (its record's `tensor_parallel: uniform`) turns tp "auto" into "uniform"."""
     from partitioner import solvers
     from partitioner.costs import build_tables
     from partitioner.costs.tables import select_engine
@@ -187,21 +181,22 @@ def plan_deployment(
     from partitioner.deploy.kinds import node_kinds
     from partitioner.deploy.replicas import search_replicas
     from partitioner.deploy.split import Bundle, NodeSplit
-    from partitioner.models import load_cluster, load_model
 
-    model = load_model(model) if not hasattr(model, "layers") else model
-    cluster = load_cluster(cluster) if not hasattr(cluster, "devices") else cluster
-    count = parse_replicas(replicas) if replicas is not None else None
-    tp = tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
+    model, cluster, engine, solver, M, regime = (request.model, request.cluster, request.engine, request.solver,
+                                                 request.M, request.regime)
+    count, objective, time_limit_s = request.replicas, request.objective, request.time_limit_s
+    tpot_ms, ttft_ms, max_batch = request.limits.tpot_ms, request.limits.ttft_ms, request.limits.max_batch
+    tp = request.tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
     base = build_tables(model, cluster, engine=engine)
-    eng = select_engine(model, cluster, engine).id
+    spec = select_engine(model, cluster, engine)
+    eng = spec.id
     head: list[str] = []
-    if tp == "auto" and eng in UNIFORM_TP_ENGINES:
+    if tp == "auto" and spec.tensor_parallel == "uniform":  # its record, presets/engines.yaml
         tp = "uniform"
         head.append(f"{eng} takes one tensor-parallel degree for every stage: planned with uniform TP")
     dropped = _unsupported(engine, base, head)
     sizes = _sizes(tp)
-    order_ = order or str(getattr(cluster, "order", "free"))
+    order_ = request.cluster_order
     serve = objective == "serve"
     if serve:  # the solvers' inner problem of the serve objective (serving.search)
         objective = "throughput"
@@ -235,15 +230,16 @@ def plan_deployment(
                                           else max(1.0, REPLICA_SHARE * time_limit_s))
         serve_value = _only_usable(serve_value, dropped, engine)
         if count == 1:
-            plan = serve_value(list(range(len(cluster.devices))))
+            plan: Plan = serve_value(list(range(len(cluster.devices))))
             return dataclasses.replace(plan, notes=(*head, *plan.notes))
     elif count == 1:
-        return value(list(range(len(cluster.devices))))
+        one: Plan = value(list(range(len(cluster.devices))))
+        return one
     else:
         serve_value = _only_usable(replica_planner(model, cluster, base=base, make=make, solve=solve, tp=tp,
                                                    sizes=sizes, M=M, engine=engine, launch=launch), dropped, engine)
         bound = for_workload(model, cluster, base, tp, engine)
-    need = bound.need
+    need = float(bound.need)
 
     def fits(devices: list[int]) -> bool:
         kept = [g for g in devices if g not in dropped]
@@ -253,9 +249,13 @@ def plan_deployment(
     split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
                       allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
     left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
-    found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
-                            time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
-                            quick=split.quick, complete=split.complete, seed=serve)
+    try:
+        found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
+                                time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
+                                quick=split.quick, complete=split.complete, seed=serve)
+    except SolverError as exc:  # stopped before an answer: say so with the bound that holds
+        usable = [g for g in range(len(cluster.devices)) if g not in dropped]
+        raise SearchStopped(str(exc), float(bound.fluid(usable))) from None
     plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)
@@ -264,6 +264,16 @@ def plan_deployment(
         notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
     return Deployment(
         replicas=tuple(plans), unused=unused, optimal=found.optimal and all(p.optimal for p in plans),
-        upper_bound_tokens_per_s=found.upper_bound, wall_time_s=found.wall_time_s, subproblems=found.solved,
+        upper_bound_tokens_per_s=_finite_bound(found, bound, [g for g in range(len(cluster.devices)) if g not in dropped]), wall_time_s=found.wall_time_s, subproblems=found.solved,
         stopped=found.stopped, notes=tuple(notes),
     )
+
+
+def _finite_bound(found: Any, bound: Any, devices: list[int]) -> float:
+    """The search's upper bound on total tokens/s, or, where it has none (a quick plan, a stopped
+    search), the fluid bound of every usable device: additive over devices, so no deployment of
+    disjoint replicas exceeds it (partitioner.deploy.bounds)."""
+    upper = float(found.upper_bound)
+    if math.isfinite(upper) or not hasattr(bound, "fluid"):
+        return upper
+    return max(float(found.total), float(bound.fluid(devices)))

@@ -18,19 +18,54 @@ from typing import Any
 
 from partitioner.deploy.kinds import NodeKinds
 
-__all__ = ["ReplicaSearch", "with_hooks"]
+__all__ = ["ReplicaSearch", "ReplicaPlanner"]
 
 Value = Callable[[list[int]], Any]  # devices -> Plan (or raises InfeasibleError)
 
 
-def with_hooks(planner: Any, uppers: dict[int, float], partial: set[int]) -> Any:
-    """Give a replica planner (devices -> Plan, with a `quick` keyword) the three hooks the
-    searches read: `upper(plan)` (its proven upper bound on tokens/s, else inf), `quick(devices)`
-    (a cheaper first plan) and `complete(plan)` (False for a quick plan a full solve may improve)."""
-    planner.upper = lambda plan: uppers.get(id(plan), math.inf)
-    planner.quick = lambda devices: planner(devices, quick=True)
-    planner.complete = lambda plan: id(plan) not in partial
-    return planner
+class ReplicaPlanner:
+    """A replica's planner: `value(devices)` (the replica's Plan, or InfeasibleError), `quick(devices)`
+    (a cheaper first plan), `upper(plan)` (its proven upper bound on tokens/s, else inf) and
+    `complete(plan)` (False for a quick plan a full solve may improve): what the replica searches
+    (partitioner.deploy.replicas, columns, split) read.
+
+    `solve(devices, quick)` returns (plan, upper bound, complete); `keep` maps the devices asked
+    for to those the planner may use (an engine's supported GPUs), applied before every solve.
+    Calling the planner is `value`.
+    """
+
+    def __init__(self, solve: Callable[[list[int], bool], tuple[Any, float, bool]],
+                 keep: Callable[[list[int]], list[int]] | None = None) -> None:
+        self._solve, self._keep = solve, keep
+        self._uppers: dict[int, float] = {}
+        self._partial: set[int] = set()
+
+    def _run(self, devices: list[int], quick: bool) -> Any:
+        plan, upper, complete = self._solve(self._keep(devices) if self._keep else devices, quick)
+        self._uppers[id(plan)] = upper if math.isfinite(upper) else math.inf
+        if not complete:
+            self._partial.add(id(plan))
+        return plan
+
+    def value(self, devices: list[int]) -> Any:
+        return self._run(devices, False)
+
+    __call__ = value
+
+    def quick(self, devices: list[int]) -> Any:
+        return self._run(devices, True)
+
+    def upper(self, plan: Any) -> float:
+        return self._uppers.get(id(plan), math.inf)
+
+    def complete(self, plan: Any) -> bool:
+        return id(plan) not in self._partial
+
+    def restricted(self, keep: Callable[[list[int]], list[int]]) -> ReplicaPlanner:
+        """The same planner on `keep(devices)` only (its plans' bounds recorded in this one too)."""
+        out = ReplicaPlanner(self._solve, keep)
+        out._uppers, out._partial = self._uppers, self._partial
+        return out
 
 
 @dataclass

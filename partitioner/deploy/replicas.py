@@ -40,7 +40,7 @@ from partitioner.deploy.bounds import MAX_MASK_KINDS
 from partitioner.deploy.greedy import _greedy
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.deploy.replica_result import ReplicaSearch, Value, _place, _Stop
-from partitioner.errors import InfeasibleError, InputError
+from partitioner.errors import InfeasibleError, InputError, SolverError
 
 __all__ = ["search_replicas", "MAX_VECTORS"]
 
@@ -87,10 +87,31 @@ def search_replicas(
     vectors = [x for x in itertools.product(*(range(min(n, c) + 1) for n, c in zip(N, cap, strict=True)))
                if any(x) and fits(nk.devices(x))]
     joint = getattr(bound, "joint", None) if getattr(bound, "memory_aware", False) else None  # the serve bound of deploy.kvbound
-    ub = {x: bound(nk.devices(x)) if joint is None else min(bound(nk.devices(x)), joint(nk.devices(x)))
-          for x in vectors}
+    ub = {x: bound(nk.devices(x)) for x in vectors}  # cheap bounds; the memory-aware one lazily (`tight`)
+    tightened: set[tuple[int, ...]] = set()
+
+    def tight(x: tuple[int, ...]) -> float:
+        """ub[x] with the memory-aware joint bound, computed only for a vector the recursion
+        would otherwise solve (the bound of every vector up front took 22 s on cluster24)."""
+        if x not in tightened:
+            tightened.add(x)
+            if joint is not None:
+                ub[x] = min(ub[x], joint(nk.devices(x)))
+        return ub[x]
+
     memo: dict[tuple[int, ...], tuple[float, Any]] = {}
     counter = [0]
+
+    def monotone(x: tuple[int, ...], plan: Any, tps: float) -> None:
+        """A replica on a subset of x's nodes never beats x's proven bound (a plan on the subset is
+        a plan on x leaving nodes unused): cap every such vector's bound by it."""
+        if upper_of is None or plan is None:
+            return
+        cap = max(tps, float(upper_of(plan)))
+        if not math.isfinite(cap):
+            return
+        for y in [y for y, b in ub.items() if b > cap and all(a <= c for a, c in zip(y, x, strict=True))]:
+            ub[y] = cap
 
     def v(x: tuple[int, ...]) -> float:
         if x not in memo:
@@ -102,6 +123,7 @@ def search_replicas(
             except InfeasibleError:
                 plan, tps = None, 0.0
             memo[x] = (tps, plan)
+            monotone(x, plan, tps)
             counter[0] += 1
             if progress is not None:
                 progress(counter[0], len(vectors), max(t for t, _ in memo.values()))
@@ -116,7 +138,7 @@ def search_replicas(
         for x in seeds:  # solved first: a stopped search then still holds the seed deployment
             if x in ub:
                 v(x)
-        total, chosen = _recursion(N, v, sorted(ub, key=lambda x: -ub[x]), replicas, F, ub=ub)(N, _r(N, replicas))
+        total, chosen = _recursion(N, v, sorted(ub, key=lambda x: -ub[x]), replicas, F, ub=tight)(N, _r(N, replicas))
     except _Stop as stop:
         stopped = str(stop)
     except KeyboardInterrupt:
@@ -125,21 +147,26 @@ def search_replicas(
         solved = [x for x, (t, _) in memo.items() if t > 0]
         total, chosen = _recursion(N, lambda x: memo[x][0], solved, replicas, None)(N, _r(N, replicas))
     if not math.isfinite(total) or not chosen:
+        if replicas is not None and stopped:  # out of time is not impossibility
+            raise SolverError(f"not proven: the search stopped ({stopped}) after {counter[0]} replica solves "
+                              f"before it found {replicas} replicas (gap unknown); raise --time-limit")
         if replicas is not None and any(t > 0 for t, _ in memo.values()):
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
         if replicas is not None and vectors and not stopped:  # some set holds one, none splits into N (as columns.py)
             raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
-        raise InfeasibleError("no set of nodes can hold the model as one pipeline"
-                              + (f" (search stopped: {stopped})" if stopped else ""))
+        if stopped:  # out of time is not impossibility
+            raise SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
+                              "raise --time-limit")
+        raise InfeasibleError("no set of nodes can hold the model as one pipeline")
     order = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, order, k, memo, value, cluster) for k in range(len(order))]
     optimal = exact and not stopped and all(getattr(p, "optimal", False) for p in plans)
     if upper_of is not None:  # solved vectors: their own proven upper bound where it is tighter
-        tight = dict(ub)
+        final = dict(ub)
         for x, (t, p) in memo.items():
-            if x in tight:
-                tight[x] = min(ub[x], max(t, upper_of(p))) if p is not None else 0.0
-        F = _recursion(N, tight.__getitem__, list(tight), replicas, None)
+            if x in final:
+                final[x] = min(ub[x], max(t, upper_of(p))) if p is not None else 0.0
+        F = _recursion(N, final.__getitem__, list(final), replicas, None)
     top = F(N, _r(N, replicas))[0]
     return ReplicaSearch(
         vectors=order, plans=plans, total=total, optimal=optimal,
@@ -156,7 +183,8 @@ Rec = Callable[[tuple[int, ...], int], tuple[float, tuple[tuple[int, ...], ...]]
 
 
 def _recursion(N: tuple[int, ...], val: Callable[[tuple[int, ...]], float], xs: list[tuple[int, ...]],
-               replicas: int | None, F: Rec | None = None, *, ub: dict[tuple[int, ...], float] | None = None) -> Rec:
+               replicas: int | None, F: Rec | None = None, *,
+               ub: Callable[[tuple[int, ...]], float] | None = None) -> Rec:
     """f(n, r) = max(0 if auto, max_x val(x) + f(n - x, r - 1)); with F (an upper bound of f)
     the candidates x are pruned when bound(x) + F(n - x) cannot beat the best (xs sorted by
     bound, descending, so the loop stops at the first such x)."""
@@ -177,7 +205,7 @@ def _recursion(N: tuple[int, ...], val: Callable[[tuple[int, ...]], float], xs: 
             rest_n = tuple(b - a for a, b in zip(x, n, strict=True))
             if F is not None:
                 top = F(rest_n, r - 1)[0]
-                if (ub[x] if ub is not None else math.inf) + top <= best[0] * (1 + 1e-12):
+                if (ub(x) if ub is not None else math.inf) + top <= best[0] * (1 + 1e-12):
                     continue
             vx = val(x)
             if vx <= 0:

@@ -31,13 +31,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
 from typing import Any
 
 from partitioner.costs.groups import Group, candidate_groups, disjoint, group_tables
 from partitioner.deploy.deployment import tp_notes
 from partitioner.deploy.groups import GroupPlan, select_rows, to_plan
-from partitioner.deploy.replica_result import with_hooks
+from partitioner.deploy.replica_result import ReplicaPlanner
 from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables
 
@@ -100,7 +99,7 @@ class ServeUnits:
 
 def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
                   limits: Any, batches: list[int] | None, deadline: float | None,
-                  launch: Any = None, replica_s: float | None = None) -> Callable[[list[int]], Any]:
+                  launch: Any = None, replica_s: float | None = None) -> ReplicaPlanner:
     """devices -> the replica's serve Plan (module doc); `.upper(plan)` its tokens/s upper bound,
     `.quick(devices)` the plan without CP-SAT, `.complete(plan)` False for a quick plan a full
     search may improve. `launch` (partitioner.deploy.launch): every solve keeps to the orders
@@ -113,8 +112,6 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         modes = [ServeUnits(model, cluster, "uniform", engine, sizes=(t,)) for t in degrees]
     else:
         modes = [ServeUnits(model, cluster, tp, engine)]
-    uppers: dict[int, float] = {}
-    partial: set[int] = set()
     seeded = launch is None and solver == "auto"
     last = [None]  # the batch of the last replica planned (the next search starts there)
 
@@ -144,7 +141,7 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         groups = tuple(units.groups[r] for r in rows)
         return res, groups, disjoint([groups[r] for r in res.best.solution.devices])
 
-    def planner(devices: list[int], quick: bool = False) -> Any:
+    def planner(devices: list[int], quick: bool) -> tuple[Any, float, bool]:
         quick = quick and seeded
         found: list[tuple[Any, tuple[Group, ...], bool]] = []
         upper = 0.0
@@ -175,23 +172,20 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         plan = dataclasses.replace(plan, objective="serve", serving=best.serving,
                                    optimal=bool(upper <= tps * (1 + 1e-9)),
                                    frontier=tuple(p.to_dict() for p in res.frontier), notes=tuple(tp_notes(plan)))
-        uppers[id(plan)] = upper if math.isfinite(upper) else math.inf
-        if quick:
-            partial.add(id(plan))
-        return plan
+        return plan, upper, not quick
 
-    return with_hooks(planner, uppers, partial)
+    return ReplicaPlanner(planner)
 
 
 def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
                  tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None,
                  deadline: float | None, launch: Any = None,
-                 replica_s: float | None = None) -> tuple[Callable[[list[int]], Any], Any]:
+                 replica_s: float | None = None) -> tuple[ReplicaPlanner, Any]:
     """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
-    from partitioner.api import serve_limits
     from partitioner.costs import build_tables
     from partitioner.deploy.bound_inputs import for_serve
     from partitioner.errors import InputError
+    from partitioner.planning.serve_limits import serve_limits
     from partitioner.serving.search import MAX_BATCH, batch_grid
 
     limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)

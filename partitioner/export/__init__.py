@@ -14,14 +14,12 @@ Pure: no I/O; the CLI prints or writes the result.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
 from partitioner.errors import InputError
 from partitioner.export.base import STRICT_EXIT_CODES, Export
-from partitioner.export.view import PlanView, from_plan
-from partitioner.jsonio import dumps
+from partitioner.export.single import render_plan, view_of
 from partitioner.registry import EXPORT_TARGETS, LAUNCH_TARGETS
 
 __all__ = ["Export", "TARGETS", "REGISTRY", "ENGINES", "STRICT_EXIT_CODES", "render", "view_of"]
@@ -31,23 +29,6 @@ __all__ = ["Export", "TARGETS", "REGISTRY", "ENGINES", "STRICT_EXIT_CODES", "ren
 REGISTRY: dict[str, tuple[str, str, bool, bool, str]] = EXPORT_TARGETS
 TARGETS: tuple[str, ...] = tuple(REGISTRY)
 ENGINES: tuple[str, ...] = LAUNCH_TARGETS  # targets that launch a server
-
-
-def view_of(plan: Any) -> PlanView:
-    """A `PlanView` of a `Plan`, a plan dict or a `PlanView`."""
-    if isinstance(plan, PlanView):
-        return plan
-    if isinstance(plan, Mapping):
-        from partitioner.export.load import parse_plan
-
-        return parse_plan(plan)
-    if hasattr(plan, "stages") and hasattr(plan, "to_dict"):
-        return from_plan(plan)
-    raise InputError(f"cannot export a {type(plan).__name__}: pass a Plan or a plan dict")
-
-
-def _json(view: PlanView) -> Export:
-    return Export("json", dumps(dict(view.document), indent=2) + "\n", infeasible=not view.feasible)
 
 
 def render(
@@ -69,13 +50,4 @@ def render(
     if isinstance(plan, DeploymentView) or is_deployment(plan):
         dv = plan if isinstance(plan, DeploymentView) else parse_deployment(plan)
         return render_deployment(dv, target, ordinals, endpoints)
-    view = view_of(plan)
-    module, name, takes_ords, takes_eps, _ = REGISTRY[target]
-    fn = getattr(importlib.import_module(module), name)
-    args: list[Any] = [view]
-    if takes_ords:
-        args.append(ordinals)
-    if takes_eps:
-        args.append(endpoints)
-    result: Export = fn(*args)
-    return result
+    return render_plan(plan, target, ordinals=ordinals, endpoints=endpoints)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from partitioner.errors import PartitionerError
 from partitioner.export.shell import Step, scripts
 from partitioner.export.view import PlanView
+from partitioner.models.capability import compute_capability
 
 __all__ = [
     "Export", "plan_warnings", "ends_cannot_express", "unsupported_gpus", "compute_capability",
@@ -86,18 +87,6 @@ def ends_cannot_express(view: PlanView, engine: str) -> list[str]:
         if st.head and s != view.S - 1:
             out.append(f"{engine} always puts the LM head on the last stage, but the plan puts it on stage {s} ({st.device!r})")
     return out
-
-
-def compute_capability(gpu: str) -> tuple[int, int] | None:
-    """The catalogue's compute capability of GPU id `gpu` (None: not in the catalogue or unknown)."""
-    from partitioner.models import catalog
-
-    entry = catalog.entries("gpus").get(gpu)
-    value = entry.get("compute_capability") if entry else None
-    if not value:
-        return None
-    major, _, minor = str(value).partition(".")
-    return int(major), int(minor or 0)
 
 
 def unsupported_gpus(view: PlanView, engine: str, minimum: tuple[int, int] | None, source: str) -> tuple[list[str], list[str]]:

@@ -42,11 +42,12 @@ from partitioner.export.devices import cuda_ordinals
 from partitioner.export.shell import Step, listing
 from partitioner.export.view import PlanView
 from partitioner.export.workload import launchable
+from partitioner.models.engines import resolve_engine
 from partitioner.solvers.baselines.memory import counts_per_device
 
 __all__ = ["MIN_CC", "RPC_PORT", "render", "replay"]
 
-MIN_CC = (5, 0)
+MIN_CC = resolve_engine("llamacpp").min_cc  # presets/engines.yaml (the docs cited above)
 RPC_PORT = 50052
 SERVE_PORT = 8080  # llama-server's default --port (common/common.h)
 

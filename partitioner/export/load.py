@@ -23,7 +23,7 @@ from partitioner.export.view import HostView, PlanView, StageView
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["load_plan", "load_export_input", "parse_plan", "plan_json_schema"]
+__all__ = ["load_plan", "parse_plan", "plan_json_schema"]
 
 
 def _models() -> tuple[type[BaseModel], type[BaseModel]]:
@@ -169,18 +169,6 @@ def _read_json(p: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno) from None
-
-
-def load_export_input(path: str | Path) -> Any:
-    """plan.json as a PlanView, or a deployment JSON ("partitioner.deployment/1", several
-    replicas) as a `partitioner.export.replicas.DeploymentView`."""
-    from partitioner.export.replicas import is_deployment, parse_deployment
-
-    p = Path(path)
-    data = _read_json(p)
-    if is_deployment(data):
-        return parse_deployment(data, file=str(p))
-    return parse_plan(data, file=str(p))
 
 
 def load_plan(path: str | Path) -> PlanView:

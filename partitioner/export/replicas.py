@@ -43,6 +43,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from partitioner.errors import ConfigError
@@ -50,13 +51,12 @@ from partitioner.export.base import Export
 from partitioner.export.shell import Step, listing
 from partitioner.export.view import PlanView
 
-__all__ = ["DEPLOYMENT_FORMAT", "ROUTER_FORMAT", "ROUTER_FILE", "DeploymentView", "is_deployment", "parse_deployment",
+__all__ = ["DEPLOYMENT_FORMAT", "ROUTER_FORMAT", "ROUTER_FILE", "DeploymentView", "is_deployment", "parse_deployment", "load_export_input",
            "render_deployment", "serve_port"]
 
 DEPLOYMENT_FORMAT = "partitioner.deployment/1"  # = partitioner.deploy.deployment.DEPLOYMENT_FORMAT
 ROUTER_FORMAT = "partitioner.router/1"
 ROUTER_FILE = "router-weights.json"
-_SERVE_PORT = {"vllm": 8000, "sglang": 30000, "trtllm": 8000, "llamacpp": 8080}  # each engine's default --port
 DP_RPC_PORT = 13345  # vLLM's data-parallel handshake port, passed explicitly on every host
 
 
@@ -113,7 +113,9 @@ def parse_deployment(data: Any, file: str | None = None) -> DeploymentView:
 
 
 def serve_port(target: str, replica: int) -> int | None:
-    base = _SERVE_PORT.get(target)
+    from partitioner.models.engines import engine_ids, resolve_engine
+
+    base = resolve_engine(target).serve_port if target in engine_ids() else None  # presets/engines.yaml
     return None if base is None else base + replica
 
 
@@ -125,8 +127,10 @@ def _only(given: Mapping[str, Any] | None, view: PlanView) -> dict[str, Any]:
 def render_deployment(dv: DeploymentView, target: str, ordinals: Mapping[str, int] | None = None,
                       endpoints: Mapping[str, str] | None = None) -> Export:
     """One launch per replica (per host), the router weights file, and the data-parallel alternative."""
-    from partitioner.export import ENGINES, REGISTRY, render
+    from partitioner.export.single import render_plan as render
     from partitioner.jsonio import dumps
+    from partitioner.registry import EXPORT_TARGETS as REGISTRY
+    from partitioner.registry import LAUNCH_TARGETS as ENGINES
 
     if target == "json":
         return Export("json", dumps(dict(dv.document), indent=2) + "\n", infeasible=not all(v.feasible for v in dv.replicas))
@@ -189,10 +193,12 @@ def _shared_ray_hosts(dv: DeploymentView, outs: list[Export]) -> list[str]:
 
 def _data_parallel(dv: DeploymentView, target: str, ordinals: Mapping[str, int] | None) -> tuple[str, list[str]]:
     """The engine's data-parallel launch for identical replicas on one host (module doc), and notes."""
-    if not dv.identical or target not in ("vllm", "sglang"):
+    from partitioner.models.engines import engine_ids, resolve_engine
+
+    flag = resolve_engine(target).data_parallel_flag if target in engine_ids() else None  # presets/engines.yaml
+    if not dv.identical or flag is None:
         return "", []
     n = len(dv.replicas)
-    flag = "--data-parallel-size" if target == "vllm" else "--dp-size"
     hosts = {st.node for v in dv.replicas for st in v.stages}
     if len(hosts) > 1:
         if target == "vllm" and all(len({st.node for st in v.stages}) == 1 for v in dv.replicas):
@@ -210,8 +216,8 @@ def _local_launch(views: list[PlanView], target: str, ordinals: Mapping[str, int
                   comment: str) -> Step:
     """The serve step of `views[0]` (replicas on one host) launching all of `views`: their GPUs one
     after the other in CUDA_VISIBLE_DEVICES (local DP rank d on the d-th block) and `extra` flags."""
-    from partitioner.export import render
     from partitioner.export.devices import cuda_ordinals, rank_devices
+    from partitioner.export.single import render_plan as render
 
     visible = []
     for v in views:
@@ -245,3 +251,15 @@ def _vllm_hosts(dv: DeploymentView, ordinals: Mapping[str, int] | None) -> tuple
                                    f"alternative to the launches above: {role} {start}..{start + len(views) - 1}"))
         start += len(views)
     return listing([f"=== the replicas are identical: --data-parallel-size {n} across hosts ==="], steps), notes
+
+
+def load_export_input(path: str | Path) -> Any:
+    """plan.json as a PlanView, or a deployment JSON ("partitioner.deployment/1", several
+    replicas) as a `DeploymentView` (moved from partitioner.export.load, which this module imports)."""
+    from partitioner.export.load import _read_json, parse_plan
+
+    p = Path(path)
+    data = _read_json(p)
+    if is_deployment(data):
+        return parse_deployment(data, file=str(p))
+    return parse_plan(data, file=str(p))

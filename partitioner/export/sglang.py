@@ -36,10 +36,11 @@ from partitioner.export.shell import Step, is_host_name, listing
 from partitioner.export.view import PlanView, node_runs
 from partitioner.export.vllm import validate_partition
 from partitioner.export.workload import SGLANG_FLAGS, launchable, workload_flags
+from partitioner.models.engines import resolve_engine
 
 __all__ = ["MIN_CC", "DIST_PORT", "SERVE_PORT", "node_ranks", "gpu_id", "sglang_flags", "render"]
 
-MIN_CC: tuple[int, int] | None = None
+MIN_CC: tuple[int, int] | None = resolve_engine("sglang").min_cc  # none documented (module doc)
 DIST_PORT = 5000
 SERVE_PORT = 30000  # launch_server's default --port (server_args.py)
 NCCL_PORT = 29500  # a fixed --nccl-port per replica (else SGLang picks a free one per node)

@@ -29,10 +29,11 @@ from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_co
 from partitioner.export.shell import Step, listing
 from partitioner.export.view import PlanView, node_runs
 from partitioner.export.workload import launchable
+from partitioner.models.engines import resolve_engine
 
 __all__ = ["MIN_CC", "OPTIONS_FILE", "validate_pp_partition", "render"]
 
-MIN_CC = (8, 0)
+MIN_CC = resolve_engine("trtllm").min_cc  # presets/engines.yaml (the docs cited above)
 OPTIONS_FILE = "pp_partition.yaml"
 SERVE_PORT = 8000  # trtllm-serve's default --port
 TP_SOURCE = "tensorrt_llm/mapping.py Mapping.tp_size"

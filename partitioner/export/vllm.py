@@ -44,18 +44,20 @@ commit 016b964):
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from partitioner.export.base import Export, ends_cannot_express, plan_warnings, uniform_tp, unsupported_gpus
 from partitioner.export.devices import cuda_ordinals, group_ordinals, interleaved_nodes, rank_comments, rank_devices
 from partitioner.export.shell import Step, is_host_name, listing
 from partitioner.export.view import PlanView
 from partitioner.export.workload import VLLM_FLAGS, launchable, workload_flags
+from partitioner.models.engines import resolve_engine
+from partitioner.solvers.engine_ray import ray_rank_order, ray_realises
 
 __all__ = ["MIN_CC", "RAY_PORT", "SERVE_PORT", "validate_partition", "ray_rank_order", "ray_realises", "render_vllm", "vllm_flags",
            "ray_port"]
 
-MIN_CC = (7, 0)
+MIN_CC = resolve_engine("vllm").min_cc  # presets/engines.yaml (the docs cited above)
 RAY_PORT = 6379
 SERVE_PORT = 8000  # vllm serve's default --port (vllm/entrypoints/openai/cli_args.py)
 TP_SOURCE = "vllm/config/parallel.py ParallelConfig.tensor_parallel_size"
@@ -72,33 +74,6 @@ def validate_partition(partition_str: str, pp_size: int, num_hidden_layers: int)
     if sum(partitions) != num_hidden_layers:
         raise ValueError(f"sum(partitions)={sum(partitions)} does not match num_hidden_layers={num_hidden_layers}.")
     return partitions
-
-
-def ray_rank_order(workers: Sequence[tuple[str, int]], driver_ip: str) -> list[tuple[str, int]]:
-    """(ip, GPU id) of rank 0, 1, ... for Ray workers created as `workers` (ip, GPU id).
-
-    A pure replay of `RayDistributedExecutor._init_workers_ray`: stable sort by
-    (ip != driver_ip, workers on that ip, ip), then the k-th worker of an ip gets the k-th
-    smallest GPU id of that ip.
-    """
-    counts: dict[str, int] = {}
-    for ip, _ in workers:
-        counts[ip] = counts.get(ip, 0) + 1
-    ranked = sorted(workers, key=lambda w: (0 if w[0] == driver_ip else 1, counts[w[0]], w[0]))
-    gpus = {ip: sorted(g for i, g in workers if i == ip) for ip in counts}
-    seen: dict[str, int] = {}
-    out = []
-    for ip, _ in ranked:
-        k = seen.get(ip, 0)
-        seen[ip] = k + 1
-        out.append((ip, gpus[ip][k]))
-    return out
-
-
-def ray_realises(stages: Sequence[tuple[str, int]], address: Mapping[str, str]) -> bool:
-    """Whether Ray, driven from stage 0's node, ranks (node, ordinal) `stages` in this order."""
-    ips = [(address.get(n, n), g) for n, g in stages]
-    return ray_rank_order(ips, ips[0][0]) == ips
 
 
 def _assumed_ties(view: PlanView) -> list[str]:

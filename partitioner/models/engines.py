@@ -29,6 +29,13 @@ class EngineSpec(Frozen):
 
     id: str = DEFAULT_ENGINE
     name: str = ""
+    # Launch facts (one record per engine; each entry's `launch_source` cites the engine's code):
+    launch_order: Literal["any", "ray", "equal_per_node"] = "any"  # device orders it launches as stage order
+    min_compute_capability: str | None = None  # "7.0": GPUs below it are left out; None: not checked
+    tensor_parallel: Literal["per_stage", "uniform", "none"] = "per_stage"  # TP degrees it takes per pipeline
+    serve_port: int | None = None  # the server's default --port (replica r: + r)
+    data_parallel_flag: str | None = None  # the option that launches identical replicas as one server
+    launch_source: str = ""
     token_overhead_scale: NonNegative = 1.0
     hop_overhead_ms: NonNegative = 0.0
     eta_compute_scale: Positive | dict[Literal["tensor", "inference", "fp32"], Positive] = 1.0  # or per compute class
@@ -40,6 +47,14 @@ class EngineSpec(Frozen):
     small_gpu: dict[str, Any] | None = None  # defaults that change on GPUs below max_gib (SGLang ServerArgs)
     memory: dict[str, float] | None = None  # measured memory terms (non-torch GiB, sampler copies)
     pool_rule_since: str = ""  # the first version whose start-up KV pool follows costs/kvpool.py's rule
+
+    @property
+    def min_cc(self) -> tuple[int, int] | None:
+        """min_compute_capability as (major, minor)."""
+        if self.min_compute_capability is None:
+            return None
+        major, _, minor = str(self.min_compute_capability).partition(".")
+        return int(major), int(minor or 0)
 
     def compute_scale(self, compute_class: str) -> float:
         """eta_compute_scale for a compute class (a mapping may leave a class out: 1)."""

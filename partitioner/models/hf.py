@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from partitioner.errors import ConfigError
-from partitioner.models.llm import Architecture
+from partitioner.models.architecture import Architecture
 from partitioner.userfiles import read_user_text
 
 __all__ = ["load_hf_config", "architecture_from_hf"]

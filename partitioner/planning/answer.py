@@ -44,8 +44,8 @@ def default_answer(model: Any, cluster: Any, *, objective: str | None = None, M:
                    tpot_ms: float | None = None, ttft_ms: float | None = None, max_batch: int | None = None,
                    engine: str | None = None, tp: str | None = None, max_machines: int | None = None) -> Answer:
     """The objective of the workload (or `objective`), planned; module doc."""
-    from partitioner.api import build_problem, solve_problem
     from partitioner.errors import PartitionerError
+    from partitioner.planning.pipeline import build_problem, solve_problem
 
     choice = default_objective(model, objective)
     if choice.objective != "serve":
@@ -70,10 +70,12 @@ def serve_answer(model: Any, cluster: Any, *, regime: str = "async", solver: str
                  max_batch: int | None = None, engine: str | None = None, tp: str | None = None,
                  max_machines: int | None = None) -> tuple[Any, Failure | None]:
     """(Plan or Deployment, failure block or None): module doc."""
-    from partitioner.api import serve_plan, wants_deployment
+    from partitioner.planning.pipeline import serve_plan
+    from partitioner.planning.request import PlanRequest, parse_replicas
+    from partitioner.planning.routing import kind
 
     if machines(cluster) == 1:
-        if wants_deployment(1, tp, cluster):
+        if kind(PlanRequest(None, cluster, replicas=parse_replicas(1), tp=tp)) == "deployment":
             from partitioner.deploy.plan import plan_deployment
 
             return plan_deployment(model, cluster, replicas=1, tp=tp, regime=regime, objective="serve", solver=solver,

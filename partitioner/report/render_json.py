@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from partitioner.report.compare import PlanRow, Report, WhatIf
+if TYPE_CHECKING:  # annotations only: compare's Report.to_dict imports this module
+    from partitioner.report.compare import PlanRow, Report, WhatIf
 
 __all__ = ["REPORT_FORMAT", "report_dict", "render_json", "lookup"]
 

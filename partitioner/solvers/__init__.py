@@ -41,22 +41,25 @@ def solve(problem: Problem, solver: str = "auto", **kwargs: Any) -> Solution:
 
 def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
     """The exact DP wherever it applies, CP-SAT (seeded by what the DP found: its tau* plan and
-    bound) otherwise, all within one wall-clock budget (`problem.time_limit_s`, CP-SAT's 10 s
-    default when unset); past it, or on Ctrl-C, the best plan so far with its bound."""
+    bound) otherwise, all within one wall-clock budget (`problem.time_limit_s`; when unset, CP-SAT
+    is limited in deterministic work instead, cpsat.search); past it, or on Ctrl-C, the best
+    plan so far with its bound."""
     from partitioner.solvers.budget import DEFAULT_TIME_LIMIT_S, Budget, TimeUp
 
     dp = importlib.import_module(SOLVERS["dp"])
     if dp.capped(problem):  # a stage cap: the DP over device subsets, else CP-SAT with the cap as a
         from partitioner.solvers import capped  # constraint (a DP seed over the cap is not used)
 
-        found = capped.solve(problem)
+        found = capped.solve(problem, lambda sub: solve(sub, "auto"))
         if found is not None:
             return found
         return importlib.import_module(SOLVERS["cpsat"]).solve(problem, progress=progress, **kwargs)
     if dp.applies(problem):  # ortools is not even imported then (0.5 s)
         return dp.solve(problem, Budget(problem.time_limit_s, progress))
+    # No wall-clock limit from the user: none here either, so that the answer does not depend on the
+    # machine's load (the DP's steps are bounded by their own state caps, CP-SAT's in work).
     limit = DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s
-    budget = Budget(limit, progress)
+    budget = Budget(problem.time_limit_s, progress)
     try:
         seed = dp.hint(problem, budget)
     except (TimeUp, KeyboardInterrupt) as exc:
@@ -69,7 +72,7 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
     if seed.optimal:  # proven on every key (dp.hint claims it only then)
         return seed
     links = problem.L * problem.G**2
-    if links > MAX_CPSAT_LINKS or links * BUILD_S_PER_LINK > 0.5 * budget.left(limit):
+    if links > MAX_CPSAT_LINKS or links * BUILD_S_PER_LINK > 0.5 * (budget.left(0.0) if budget.deadline else limit):
         return budget.best_solution("FEASIBLE") or seed  # no time (or memory) to build the CP-SAT model
     budget.solver = "cpsat"
     cpsat = importlib.import_module(SOLVERS["cpsat"])  # ortools only now: 0.5-0.8 s of imports

@@ -1,6 +1,9 @@
-"""One wall-clock budget and one incumbent for a whole solve (every phase of dp and cpsat).
+"""The one budget type: a wall-clock cap and a count of work, and one incumbent for a whole solve.
 
-`Budget(limit_s, progress)` starts the clock. Solver phases call `check()` between steps (it
+`Budget(limit_s, progress)` starts the clock (None: no wall-clock cap). `work` counts the
+solve's steps (`check()` calls) and `work_limit` stops it after that many, so that a solve
+without the user's wall-clock limit ends at the same point on an idle and on a loaded machine;
+`partitioner.planning.request.PlanRequest` carries one as the whole request's budget. Solver phases call `check()` between steps (it
 raises `TimeUp` past the deadline), `offer(problem, devices, cuts)` for every plan they find,
 and `bound(value)` for every valid lower bound on the first objective component. When time
 runs out or the user presses Ctrl-C, `best_solution` turns what is known into a `Solution`:
@@ -37,6 +40,8 @@ class Budget:
         self.best: tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...]] | None = None
         self.lower = 0.0
         self.solver = "dp"
+        self.work = 0  # check() calls so far: the solve's steps, counted the same on any machine
+        self.work_limit: int | None = None  # steps after which check() stops the solve (None: no count)
         self._scored: dict[tuple[object, ...], tuple[object, Metrics]] = {}
 
     def score(self, problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> Metrics:
@@ -61,6 +66,9 @@ class Budget:
         return max(self.deadline - time.perf_counter(), 0.0)
 
     def check(self) -> None:
+        self.work += 1
+        if self.work_limit is not None and self.work > self.work_limit:
+            raise TimeUp
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise TimeUp
 

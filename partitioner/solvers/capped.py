@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -46,10 +47,10 @@ def _rows(t: CostTables, rows: list[int]) -> CostTables:
     )
 
 
-def solve(problem: Problem) -> Solution | None:
-    """The capped optimum (module doc), or None when there are more than MAX_SUBSETS subsets."""
-    from partitioner import solvers
-
+def solve(problem: Problem, solve_auto: Callable[[Problem], Solution]) -> Solution | None:
+    """The capped optimum (module doc), or None when there are more than MAX_SUBSETS subsets;
+    `solve_auto` solves one uncapped subset (partitioner.solvers' auto, passed in so that this
+    module does not import the package that imports it)."""
     cap = problem.max_stages
     assert cap is not None  # only called for a capped problem
     n = min(cap, problem.G)
@@ -60,7 +61,7 @@ def solve(problem: Problem) -> Solution | None:
     for rows in itertools.combinations(range(problem.G), n):
         sub = dataclasses.replace(problem, tables=_rows(problem.tables, list(rows)), max_stages=None)
         try:
-            sol = solvers.solve(sub, "auto")
+            sol = solve_auto(sub)
         except InfeasibleError:
             continue
         proven = proven and sol.optimal

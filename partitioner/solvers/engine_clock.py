@@ -16,6 +16,7 @@ import time
 
 from partitioner.errors import SolverError
 from partitioner.problem import Problem, Solution
+from partitioner.solvers.budget import Budget
 
 __all__ = ["Stopped", "SearchClock", "MIN_SUB_S"]
 
@@ -27,12 +28,18 @@ class Stopped(Exception):
 
 
 class SearchClock:
+    """The order-restricted search's stop state over the one budget type (partitioner.solvers.budget)."""
+
     def __init__(self, limit_s: float | None) -> None:
-        self.deadline = None if limit_s is None else time.monotonic() + float(limit_s)
+        self.budget = Budget(limit_s)
         self.stopped = ""  # "", "TIME_LIMIT" or "INTERRUPTED"
 
+    @property
+    def deadline(self) -> float | None:
+        return self.budget.deadline
+
     def left(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.monotonic()
+        return None if self.budget.deadline is None else self.budget.deadline - time.perf_counter()
 
     def solve(self, problem: Problem, solver: str) -> Solution:
         """`partitioner.solvers.solve` with what is left of the budget; Stopped when it is spent."""

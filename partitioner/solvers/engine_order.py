@@ -108,7 +108,7 @@ def solve(
     if base0.status == "INTERRUPTED":
         clock.stopped = "INTERRUPTED"
     groups = engine_sequences.by_node(problem.tables)
-    if engine == "vllm" and all(sum(1 for g in devs if g in keep) <= 1 for devs in groups.values()):
+    if engine_sequences.ray_order(engine) and all(sum(1 for g in devs if g in keep) <= 1 for devs in groups.values()):
         return _one_gpu_per_node(problem, solver, address, keep, clock, base)
     if engine_sequences.sequence_count(engine, groups, problem.L) <= MAX_SUBPROBLEMS:
         return _exact(problem, engine, solver, address, keep, clock, base, members)

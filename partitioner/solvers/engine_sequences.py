@@ -22,8 +22,20 @@ from partitioner.registry import LAUNCH_TARGETS
 
 __all__ = [
     "Members", "realisable", "realisable_sequences", "candidate_orders", "unsupported_devices", "unsupported_notes",
-    "by_node", "count", "sequence_count",
+    "by_node", "count", "sequence_count", "launch_rule", "ray_order",
 ]
+
+
+def launch_rule(engine: str | None) -> str:
+    """The engine record's launch-order rule (presets/engines.yaml `launch_order`: any, ray,
+    equal_per_node); an id with no record (None, "generic") launches any order."""
+    from partitioner.models.engines import resolve_engine
+
+    return resolve_engine(engine).launch_order
+
+
+def ray_order(engine: str | None) -> bool:
+    return launch_rule(engine) == "ray"
 
 
 def _ordinal(t: CostTables, g: int) -> int:
@@ -50,12 +62,12 @@ def realisable(engine: str, t: CostTables, devices: Sequence[int], address: Mapp
     """Whether `engine` runs stage s on row devices[s] (a GPU, ordinals as listed in the cluster,
     or with `members` a TP group of those GPUs: any numbers ordered as the GPU ids are)."""
     nodes = [t.node_names[g] for g in devices]
-    if engine in ("llamacpp", "generic") or len(set(nodes)) == 1:
+    if launch_rule(engine) == "any" or len(set(nodes)) == 1:
         return True
     if not _contiguous(nodes):
         return False
-    if engine == "vllm":
-        from partitioner.export.vllm import ray_realises
+    if ray_order(engine):
+        from partitioner.solvers.engine_ray import ray_realises
 
         return ray_realises(_gpus(t, devices, members), dict(address or {}))
     counts = {n: nodes.count(n) for n in nodes}
@@ -63,14 +75,14 @@ def realisable(engine: str, t: CostTables, devices: Sequence[int], address: Mapp
 
 
 def unsupported_devices(t: CostTables, engine: str) -> list[int]:
-    """Devices whose catalogue GPU is below `engine`'s minimum compute capability (export rule modules)."""
-    import importlib
-
-    from partitioner.export.base import compute_capability
+    """Devices whose catalogue GPU is below `engine`'s minimum compute capability (its record's
+    `min_compute_capability`, presets/engines.yaml)."""
+    from partitioner.models.capability import compute_capability
+    from partitioner.models.engines import resolve_engine
 
     if engine not in LAUNCH_TARGETS:
         return []
-    minimum = importlib.import_module(f"partitioner.export.{engine}").MIN_CC
+    minimum = resolve_engine(engine).min_cc
     if minimum is None:
         return []
     return [g for g, gpu in enumerate(t.gpu_names) if (cc := compute_capability(gpu)) is not None and cc < minimum]
@@ -95,7 +107,7 @@ def by_node(t: CostTables) -> dict[str, list[int]]:
 def count(engine: str, groups: Mapping[str, list[int]]) -> int:
     N = len(groups)
     one_host = sum(math.factorial(len(v)) for v in groups.values())
-    if engine == "vllm":
+    if ray_order(engine):
         return math.factorial(N) + one_host
     return math.factorial(N) * math.prod(math.factorial(len(v)) for v in groups.values()) + one_host
 
@@ -107,7 +119,7 @@ def candidate_orders(engine: str, t: CostTables) -> Iterator[list[int]]:
     for n in names:  # one host: every engine runs any order (CUDA_VISIBLE_DEVICES)
         if len(groups[n]) > 1 or len(names) == 1:
             yield from (list(p) for p in itertools.permutations(groups[n]))
-    if engine == "vllm":
+    if ray_order(engine):
         for head in names:
             for rest in itertools.permutations([n for n in names if n != head]):
                 yield [g for n in (head, *rest) for g in groups[n]]
@@ -134,7 +146,7 @@ def sequence_count(engine: str, groups: Mapping[str, list[int]], L: int) -> int:
     """How many sequences `realisable_sequences` yields (before the L cap), in closed form."""
     sizes = [len(v) for v in groups.values()]
     total = sum(math.perm(n, j) for n in sizes for j in range(1, min(n, L) + 1))
-    if engine == "vllm":
+    if ray_order(engine):
         e = _elementary([2**n - 1 for n in sizes])
         return total + sum(k * e[k] for k in range(2, len(sizes) + 1))
     for c in range(1, max(sizes) + 1):
@@ -153,7 +165,7 @@ def realisable_sequences(engine: str, t: CostTables, address: Mapping[str, str] 
     names = list(groups)
     for k in range(2, len(names) + 1):
         for used in itertools.combinations(names, k):
-            if engine == "vllm":
+            if ray_order(engine):
                 for choice in itertools.product(*(_subsets(groups[n]) for n in used)):
                     if sum(map(len, choice)) > L:
                         continue

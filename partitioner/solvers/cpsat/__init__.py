@@ -40,6 +40,7 @@ from partitioner.solvers.budget import Budget, TimeUp
 from partitioner.solvers.cpsat import model as cpmodel
 from partitioner.solvers.cpsat.search import (
     DEFAULT_TIME_LIMIT_S,
+    DEFAULT_WORK,
     MIN_PHASE_S,
     Progress,
     ProgressFn,
@@ -76,7 +77,7 @@ def solve(
     Ctrl-C returns the best plan so far (status "INTERRUPTED").
     """
     if budget is None:
-        budget = Budget(DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s, progress)
+        budget = Budget(problem.time_limit_s, progress)  # None: limited in work (search.py doc)
     clock = time.perf_counter()
     try:
         ticks = build_ticks(problem)
@@ -104,7 +105,7 @@ def solve(
         budget.bound(seed.lower_bound)
         budget.offer(problem, *plan)
         model.add(v.goals[names[0]] <= _tick_cap(ticks, names[0], seed.lower_bound))
-    branches = conflicts = 0.0
+    branches = conflicts = work_used = 0.0
     interrupted = False
     for k in range(first, len(names)):
         name = names[k]
@@ -118,10 +119,13 @@ def solve(
                 model.add_hint(v.goals[goal_name], value)
             if k == 0:
                 model.add(goal <= plan_ticks(ticks, problem.regime, *plan)[name])
-        left = budget.left(DEFAULT_TIME_LIMIT_S) - (time.perf_counter() - clock if budget.deadline is None else 0.0)
-        solver = make_solver(phase_limit(left, 0.0, k, len(names)))
+        if budget.deadline is None:  # no wall-clock limit: the phases share DEFAULT_WORK (search.py doc)
+            solver = make_solver(0.0, work=phase_limit(DEFAULT_WORK - work_used, 0.0, k, len(names)))
+        else:
+            solver = make_solver(phase_limit(budget.left(0.0), 0.0, k, len(names)))
         status, interrupted = run(solver, model, Progress(progress, ticks, name, budget.start))
         statuses.append(status_name(status))
+        work_used += float(solver.response_proto.deterministic_time)
         branches += solver.num_branches
         conflicts += solver.num_conflicts
         plan, value = _outcome(problem, model, solver, status, v, plan=plan, ticks=ticks, name=name, k=k)
@@ -231,8 +235,10 @@ def _outcome(
         return plan, plan_ticks(ticks, problem.regime, *plan)[name]
     if status == cp_model.UNKNOWN:
         limit = solver.parameters.max_time_in_seconds
+        within = (f"the time limit ({limit:.3g} s" if math.isfinite(limit) else
+                  f"the work limit ({solver.parameters.max_deterministic_time:.3g} deterministic s")
         raise SolverError(
-            f"cpsat: no plan found within the time limit ({limit:.3g} s for the {name} phase, "
+            f"cpsat: no plan found within {within} for the {name} phase, "
             f"G={problem.G}, L={problem.L}); raise --time-limit or use --solver dp"
         )
     raise SolverError(f"cpsat: phase {name!r} ended {status_name(status)} although a plan is known")

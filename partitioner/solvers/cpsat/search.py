@@ -1,12 +1,14 @@
 """Running CP-SAT: parameters, the time budget over lexicographic phases, progress, Ctrl-C.
 
-Workers: `workers()` = the cores this process may use (its CPU affinity, capped by a cgroup
-CPU quota, at most 8) minus the cores other processes keep busy (the 1-minute load average less one for the caller),
-at least 1, so a shared machine is not oversubscribed; `PARTITIONER_CPSAT_WORKERS` pins the
-count. With `interleave_search=True` and a fixed `random_seed` the subsolvers run in
-deterministic batches: for a given worker count a solve that ends by proof (OPTIMAL/INFEASIBLE)
-returns the same plan on every run (pin the count to get the same plan under any load). A
-solve cut off by its wall-clock limit depends on how far it got, so FEASIBLE results may differ.
+Workers: a fixed count, DEFAULT_WORKERS, never the cores the machine leaves idle, so a run does
+not depend on the load; `PARTITIONER_CPSAT_WORKERS` pins another count. With
+`interleave_search=True` and a fixed `random_seed` the subsolvers run in deterministic batches
+(CP-SAT's sat_parameters.proto: the interleaved search is deterministic whatever num_workers
+is). Limits: without a wall-clock limit from the user (`--time-limit`) a solve is limited in
+CP-SAT's deterministic time (`max_deterministic_time`, its count of work, about a second each
+on one core: `make_solver(work=...)`), so the same inputs give the same plan on an idle and on a
+loaded machine. A solve cut off by the user's wall-clock limit depends on how far it got, so
+FEASIBLE results may differ then.
 
 Presolve: CP-SAT 9.15's presolve returned a wrong OPTIMAL and a false INFEASIBLE on models
 this planner builds (two reproducers: docs/cpsat-presolve.md); both come from its inclusion
@@ -34,6 +36,8 @@ from partitioner.solvers.cpsat.ticks import Ticks
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
     "workers",
+    "DEFAULT_WORKERS",
+    "DEFAULT_WORK",
     "SEED",
     "Progress",
     "ProgressFn",
@@ -45,6 +49,8 @@ __all__ = [
 ]
 
 MAX_WORKERS = 8
+DEFAULT_WORKERS = 2  # fixed (module doc): the interleaved search gives the same plan for any count
+DEFAULT_WORK = 10.0  # deterministic-time units per solve when the user gives no wall-clock limit
 SEED = 0
 FIRST_PHASE_SHARE = 0.6  # the bottleneck phase is the hard one; later phases get the rest
 MIN_PHASE_S = 0.05
@@ -73,17 +79,12 @@ def usable_cpus() -> int:
 
 
 def workers() -> int:
-    """CP-SAT threads for one solve (module doc): PARTITIONER_CPSAT_WORKERS if set, else the
-    usable cores left idle by other processes, between 1 and MAX_WORKERS."""
+    """CP-SAT threads for one solve (module doc): PARTITIONER_CPSAT_WORKERS if set, else the fixed
+    DEFAULT_WORKERS; at most MAX_WORKERS."""
     pinned = os.environ.get("PARTITIONER_CPSAT_WORKERS", "").strip()
     if pinned.isdigit() and int(pinned) > 0:
         return min(int(pinned), MAX_WORKERS)
-    n = usable_cpus()
-    try:
-        busy = max(0.0, os.getloadavg()[0] - 1.0)  # the caller itself keeps about one core busy
-    except (AttributeError, OSError):
-        busy = 0.0
-    return max(1, min(MAX_WORKERS, n - int(busy + 0.5)))
+    return DEFAULT_WORKERS
 
 
 def phase_limit(budget_s: float, elapsed_s: float, k: int, n: int) -> float:
@@ -93,11 +94,15 @@ def phase_limit(budget_s: float, elapsed_s: float, k: int, n: int) -> float:
     return max(left * share, MIN_PHASE_S)
 
 
-def make_solver(limit_s: float) -> cp_model.CpSolver:
-    """A CP-SAT solver with a time limit, `workers()` workers, deterministic interleaved search."""
+def make_solver(limit_s: float, work: float | None = None) -> cp_model.CpSolver:
+    """A CP-SAT solver with a wall-clock limit, `workers()` workers, deterministic interleaved
+    search; with `work` the limit is that much deterministic time instead (module doc)."""
     solver = cp_model.CpSolver()
     p = solver.parameters
-    p.max_time_in_seconds = float(limit_s)
+    if work is None:
+        p.max_time_in_seconds = float(limit_s)
+    else:
+        p.max_deterministic_time = max(float(work), 1e-3)
     p.num_workers = workers()
     p.interleave_search = True
     p.random_seed = SEED
