@@ -47,8 +47,9 @@ import numpy as np
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
 from partitioner.serving.capacity import sequence_cap
-from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
+from partitioner.serving.points import Limits, Point, in_flight_points, limit_reason, with_in_flight
 from partitioner.serving.score import Serving, serving_of
+from partitioner.serving.splits import MAX_SPLITS, Splits, split_count, splits_of
 
 __all__ = ["Rule"]
 
@@ -79,6 +80,9 @@ class _Search:
         self.first_batch = 1
         self.fastest: tuple[float, Serving] | None = None  # least TPOT seen (for the error)
         self.quickest: tuple[float, Serving] | None = None  # least TTFT seen
+        self.enumerate = exact and solver in ("auto", "brute")  # splits.py where it applies
+        self.enumerated = False  # some batch was searched over every split (its points are proven)
+        self.limits_open = False  # a least-w_max batch whose bounds do not rule the limits out
 
     def upper(self, p: Point) -> float:
         """Tokens/s no split at p's (B, K) within the TPOT limit can beat (0: none can meet it)."""
@@ -166,15 +170,14 @@ class _Search:
         sol = replace(sol, objective=objective_key(problem, m))
         w_lb = sol.lower_bound if self.exact else 0.0
         self.points += 1
-        if self.fastest is None or s.tpot_s < self.fastest[0]:
-            self.fastest = (s.tpot_s, s)
-        if s.ttft_s is not None and (self.quickest is None or s.ttft_s < self.quickest[0]):
-            self.quickest = (s.ttft_s, s)
+        self.closest(s)
         return Point(problem, sol, s, max(problem.M * w_lb, r_lb), w_lb)
 
     def one_batch(self, B: int) -> bool:
         """Search K at batch B; False when nothing fits at K = 1 (larger B cannot fit either)."""
         base = self.tables_at(B)
+        if self.enumerate and split_count(base.G, base.L, self.order) <= MAX_SPLITS:
+            return self.every_split(B, base)
         r_lb = float(np.sum(base.cost.min(axis=0)))
         K = 1
         while K == 1 or not self.timed_out():  # at least one point, whatever the clock says
@@ -191,6 +194,8 @@ class _Search:
                         return True  # the solver's memory check and capacity disagree: stop here
                     break
                 fresh = False
+                if K == 1:
+                    self.note_bounds(base, point, r_lb)
                 if self.record(point) or (K == 1 and self.cannot_beat(base, point, r_lb)):
                     return True
                 K += 1
@@ -198,6 +203,93 @@ class _Search:
                     break
                 problem = replace(problem, tables=with_in_flight(base, K), M=K)
         return True
+
+    def note_bounds(self, base: CostTables, point: Point, r_lb: float) -> None:
+        """Whether this batch's bounds leave room for the limits: TPOT >= max(w*, R_lb) at K = 1
+        (more K only adds), TTFT >= Σ_l min_g prefill cost. Only then is "nothing met the
+        limits" unproven (the least-w_max solves ignore them)."""
+        tpot, ttft = self.limits.tpot_s, self.limits.ttft_s
+        if tpot is not None and max(point.w_lb, r_lb) > tpot * (1 + RTOL):
+            return
+        if ttft is not None and base.prefill_cost is not None:
+            if float(np.sum(base.prefill_cost.min(axis=0))) > ttft * (1 + RTOL):
+                return
+        self.limits_open = True
+
+    def every_split(self, B: int, base: CostTables) -> bool:
+        """Batch B over every split (splits.py): at each K the least-TPOT split within the
+        limits, proven; False when nothing fits at K = 1."""
+        from partitioner.limits import limit
+
+        sp = splits_of(base, self.regime, self.order, self.keep(base))
+        self.solves += 1
+        if not (sp.N >= B).any():
+            return False
+        self.enumerated = True
+        tpot, ttft = self.limits.tpot_s, self.limits.ttft_s
+        cap = math.inf if tpot is None else tpot * (1 + RTOL)
+        ttft_ok = np.ones(sp.w.shape, dtype=bool) if ttft is None else sp.ttft <= ttft * (1 + RTOL)
+        found = False
+        for K, allowed in in_flight_points(sp, B, cap, ttft_ok, limit("MAX_MICROBATCHES")):
+            fit = sp.N >= K * B
+            P = np.maximum(K * sp.w, sp.R)
+            point = self.least(sp, base, K, P, fit & allowed & ttft_ok & (P <= cap), float(sp.w[fit].min()))
+            if point is not None:
+                self.ok.append(point)
+                self.all.append(point)
+                found = True
+        if not found and (tpot is not None or ttft is not None):  # what the error names
+            fit = sp.N >= B
+            for key in (np.maximum(sp.w, sp.R), sp.ttft):
+                if np.isfinite(key[fit]).any():
+                    s = self.split_point(sp, base, 1, int(np.flatnonzero(fit)[np.argmin(key[fit])]), 0.0).serving
+                    self.closest(s)
+        return True
+
+    def least(self, sp: Splits, base: CostTables, K: int, P: np.ndarray, live: np.ndarray, w_lb: float) -> Point | None:
+        """The split of least P among `live` (ties: least w_max, R, TTFT, index), re-scored by
+        score.py; one the exact scoring rejects (a float tie at a limit) gives way to the next."""
+        live = live.copy()
+        for _ in range(8):
+            if not live.any():
+                return None
+            top = float(P[live].min())
+            tie = np.flatnonzero(live & (P <= top * (1 + RTOL) + 1e-15))
+            i = int(tie[np.lexsort((tie, sp.ttft[tie], sp.R[tie], sp.w[tie]))][0])
+            point = self.split_point(sp, base, K, i, w_lb)
+            s = point.serving
+            if limit_reason(s, self.limits) is None and (s.max_sequences is None or s.max_sequences >= s.sequences):
+                return point
+            live[i] = False
+        return None
+
+    def split_point(self, sp: Splits, base: CostTables, K: int, i: int, w_lb: float) -> Point:
+        """Split i of `sp` at K in flight as a proven point (its TPOT is the least at (B, K))."""
+        devices, cuts = sp.plan(i)
+        t = with_in_flight(base, K)
+        problem = Problem(t, M=K, regime=self.regime, objective="throughput", order=self.order)  # type: ignore[arg-type]
+        m = evaluate(problem, devices, cuts)
+        s = serving_of(t, devices, cuts, m, self.regime)
+        key = objective_key(problem, m)
+        engine = getattr(self.rule, "engine", None)
+        name = self.solver if engine is None else f"{self.solver}+{engine}-order"
+        sol = Solution(devices, cuts, solver=name, optimal=True, objective=key, lower_bound=key[0])
+        self.points += 1
+        return Point(problem, sol, s, s.tpot_s, w_lb)
+
+    def keep(self, base: CostTables) -> Callable[[tuple[int, ...]], bool]:
+        """The device sequences the engine's order rule launches (every one without a rule)."""
+        rule = self.rule
+        if rule is None:
+            return lambda devices: True
+        problem = Problem(base, M=1, regime=self.regime, objective="throughput", order=self.order)  # type: ignore[arg-type]
+        return lambda devices: rule.admits(problem, Solution(devices, (), "", True, (), 0.0))
+
+    def closest(self, s: Serving) -> None:
+        if self.fastest is None or s.tpot_s < self.fastest[0]:
+            self.fastest = (s.tpot_s, s)
+        if s.ttft_s is not None and (self.quickest is None or s.ttft_s < self.quickest[0]):
+            self.quickest = (s.ttft_s, s)
 
     def cannot_beat(self, base: CostTables, point: Point, r_lb: float) -> bool:
         """`prune` (module doc): no K at this batch beats the best so far; its bound is kept."""

@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from partitioner.errors import InfeasibleError, InputError, PartitionerError
-from partitioner.problem import CostTables
+from partitioner.errors import InfeasibleError, InputError, PartitionerError, SolverError
+from partitioner.problem import RTOL, CostTables
 from partitioner.serving.points import (
     Limits,
     Point,
@@ -42,6 +42,7 @@ from partitioner.serving.points import (
     with_in_flight,
 )
 from partitioner.serving.run import Rule, _d_ret_lb, _Search
+from partitioner.serving.splits import MAX_SPLITS
 
 __all__ = ["Limits", "Point", "SearchResult", "batch_grid", "with_in_flight", "search", "pareto", "MAX_BATCH"]
 
@@ -53,24 +54,41 @@ def fmt_time(seconds: float) -> str:
 
 
 def _no_point(run: _Search, limits: Limits) -> PartitionerError:
+    """Why no point was kept: InfeasibleError only when proven (every split was scored, or the
+    bounds rule the limits out), else SolverError (the search was cut, or its least-w_max solves
+    could not see a split that meets a latency limit)."""
     if run.points == 0 and run.timed_out():
-        return InfeasibleError("the time limit ran out before any batch and in-flight count was searched")
-    if run.points == 0:
+        return SolverError("the time limit ran out before any batch and in-flight count was searched (not proven infeasible)")
+    if run.points == 0 and not run.limits_open:
         from partitioner.problem import explain_infeasible
 
         first = run.tables_at(run.first_batch)
         return InfeasibleError(f"not even {first.batch} sequence(s) fit: " + explain_infeasible(with_in_flight(first, 1)))
-    if limits.tpot_s is not None and run.fastest is not None and run.fastest[0] > limits.tpot_s:
-        t, s = run.fastest
+    fastest, quickest = run.fastest, run.quickest
+    tpot, ttft = limits.tpot_s, limits.ttft_s
+    if run.limits_open or run.timed_out():
+        return SolverError(
+            "no plan found that meets " + " and ".join(
+                f"the {n} limit {fmt_time(v)}" for n, v in (("TPOT", tpot), ("TTFT", ttft)) if v is not None)
+            + ", not proven infeasible: " + ("the time limit ran out" if run.timed_out() else
+                                             f"this instance is too large to score every split (over "
+                                             f"{MAX_SPLITS:,}), and the solver minimises the bottleneck only"))
+    if tpot is not None and fastest is not None and fastest[0] > tpot * (1 + RTOL):
+        t, s = fastest
         return InfeasibleError(
-            f"no (batch, in_flight) meets the TPOT limit {fmt_time(limits.tpot_s)}: the fastest is "
-            f"{fmt_time(t)} (batch {s.batch}, in_flight {s.in_flight}), {fmt_time(t - limits.tpot_s)} over")
-    if limits.ttft_s is not None and run.quickest is None:
+            f"no (batch, in_flight) meets the TPOT limit {fmt_time(tpot)}: the fastest is "
+            f"{fmt_time(t)} (batch {s.batch}, in_flight {s.in_flight}), {fmt_time(t - tpot)} over")
+    if ttft is not None and quickest is None:
         return InfeasibleError("a TTFT limit was given but this model has no prefill costs (prefill_cost)")
-    t, s = run.quickest if run.quickest is not None else (math.inf, None)  # type: ignore[assignment]
+    if ttft is not None and quickest is not None and quickest[0] > ttft * (1 + RTOL):
+        t, s = quickest
+        return InfeasibleError(
+            f"no (batch, in_flight) meets the TTFT limit {fmt_time(ttft)}: the quickest prompt "
+            f"takes {fmt_time(t)} (batch {s.batch}), {fmt_time(t - ttft)} over")
     return InfeasibleError(
-        f"no (batch, in_flight) meets the TTFT limit {fmt_time(limits.ttft_s or 0.0)}: the quickest prompt "
-        f"takes {fmt_time(t)} (batch {s.batch if s else '?'}), {fmt_time(t - (limits.ttft_s or 0.0))} over")
+        f"no split meets the TPOT limit {fmt_time(tpot or 0.0)} and the TTFT limit {fmt_time(ttft or 0.0)} together: "
+        f"each alone can be met (fastest TPOT {fmt_time(fastest[0] if fastest else math.inf)}, quickest TTFT "
+        f"{fmt_time(quickest[0] if quickest else math.inf)})")
 
 
 def search(
