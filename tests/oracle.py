@@ -158,27 +158,37 @@ def serve_instance(seed: int) -> tuple[dict[int, CostTables], str]:
 
 
 def serve_points(tables: dict[int, CostTables], regime: str, order: str) -> list[tuple[int, int, float, float, float]]:
-    """Every (B, K, split) whose KV fits, as (B, K, tokens/s, TPOT, TTFT): one plain scoring per
-    split and batch (problem.evaluate, score.serving_of for the capacity and TTFT, the closed-loop
-    forms for each K up to the capacity)."""
-    from partitioner.analysis.closed_loop import decode_period
+    """Every (B, K, split) whose KV fits, as (B, K, tokens/s, TPOT, TTFT), by the formulas of
+    score.py written out per split: problem.evaluate for τ and d, capacity.capacity for the
+    sequences that fit, P = max(K·w_max, Στ + Σd + d_ret) for each K up to the capacity."""
     from partitioner.problem import Problem, evaluate
-    from partitioner.serving.score import serving_of
+    from partitioner.serving.capacity import capacity
+    from partitioner.serving.score import return_latency
 
     out = []
     for B, t in tables.items():
         problem = Problem(t, M=1, regime=regime, objective="throughput", order=order)  # type: ignore[arg-type]
-        for plans in _plans(t.G, t.L, order):
-            cuts_all, seqs = plans
+        assert t.prefill_cost is not None and t.prefill_cut_bytes is not None
+        for cuts_all, seqs in _plans(t.G, t.L, order):
             for cuts in cuts_all:
                 for seq in seqs:
                     devices, cut = tuple(int(g) for g in seq), tuple(int(e) for e in cuts)
+                    n = capacity(t, devices, cut).max_sequences or 0
+                    if n < B:
+                        continue
                     m = evaluate(problem, devices, cut)
-                    s = serving_of(t, devices, cut, m, regime)
-                    n = s.max_sequences if s.max_sequences is not None else 0
+                    ret = return_latency(t, devices)
+                    tau, d = m.tau.tolist(), m.d.tolist()
+                    hold = tau if regime == "async" else [x + y for x, y in zip(tau, [*d, ret], strict=True)]
+                    w, R = max(hold), sum(tau) + sum(d) + ret
+                    ttft = sum(float(t.prefill_cost[g, cut[s]:cut[s + 1]].sum()) for s, g in enumerate(devices))
+                    for s in range(len(devices) - 1):
+                        g, h = devices[s], devices[s + 1]
+                        beta = float(t.bandwidth_Bps[g, h])
+                        ttft += float(t.latency_s[g, h]) + (0.0 if np.isinf(beta) else t.prefill_cut_bytes[cut[s + 1] - 1] / beta)
                     for K in range(1, n // B + 1):
-                        P = decode_period(m.tau, m.d, K, s.d_ret_s, regime=regime)
-                        out.append((B, K, K * B / P, P, float(s.ttft_s)))
+                        P = max(K * w, R)
+                        out.append((B, K, K * B / P, P, ttft))
     return out
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from oracle import frontier_of, serve_instance, serve_points
 
-from partitioner.errors import InfeasibleError
-from partitioner.problem import RTOL
+from partitioner.errors import InfeasibleError, SolverError
+from partitioner.problem import RTOL, CostTables
 from partitioner.serving.points import limit_reason
 from partitioner.serving.search import Limits, search
 
@@ -78,3 +78,39 @@ def test_serve_search_equals_brute_force(chunk: int) -> None:
     n = INSTANCES // CHUNKS
     bad = {seed: why for seed in range(chunk * n, (chunk + 1) * n) if (why := _disagreement(seed)) is not None}
     assert not bad, bad
+
+
+def _two_gpus(B: int) -> CostTables:
+    """GPU 0 decodes in 1 ms a layer but prefills slowly (40 ms a layer), GPU 1 decodes in 1.2 ms
+    and prefills in 10 ms; either holds the whole model, and the split doubles in-flight work."""
+    return CostTables(
+        cost=np.array([[1e-3, 1e-3], [1.2e-3, 1.2e-3]]) * B, memory_gb=np.array([1.0, 1.0]) + 1e-3 * B,
+        cut_bytes=np.zeros(2), capacity_gb=np.array([10.0, 10.0]), latency_s=np.zeros((2, 2)),
+        bandwidth_Bps=np.full((2, 2), np.inf), layer_names=("a", "b"), device_names=("x", "y"),
+        gpu_names=("fast", "slow"), node_names=("n", "n"), weight_gb=np.ones(2), kv_bytes_per_token=np.ones(2),
+        context=1_000_000, batch=B, in_flight=1, prefill_cost=np.array([[40e-3, 40e-3], [10e-3, 10e-3]]),
+        prefill_cut_bytes=np.zeros(2), prompt_tokens=512,
+    )
+
+
+def test_a_ttft_limit_only_one_gpu_meets_is_met_by_that_gpu_alone():
+    free = search(_two_gpus, [1, 2], order="free").best.serving
+    # without the limit the split wins: K = 2 of τ = (1, 1.2) ms·B, P = max(2.4, 2.2) ms·B
+    assert free.gpus == 2 and free.tokens_per_s == pytest.approx(2 / 2.4e-3) and free.ttft_s > 21e-3
+    got = search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=21e-3))
+    s = got.best
+    assert s.solution.devices == (1,) and s.serving.ttft_s == pytest.approx(20e-3) and got.proven
+    # GPU 1 alone: P = R = 2.4 ms·B at K = 1, and K·B / P = 1 / 2.4 ms at every B and K
+    assert s.serving.tokens_per_s == pytest.approx(1 / 2.4e-3) and got.status == "OPTIMAL"
+    with pytest.raises(InfeasibleError, match=r"TTFT limit 19 ms: the quickest prompt takes 20 ms"):
+        search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=19e-3))
+
+
+def test_a_limit_the_least_bottleneck_route_cannot_meet_is_not_proven_infeasible(monkeypatch):
+    from partitioner.serving import run
+
+    monkeypatch.setattr(run, "MAX_SPLITS", 0)  # as on an instance too large to score every split
+    with pytest.raises(SolverError, match=r"no plan found that meets the TTFT limit 21 ms, not proven infeasible"):
+        search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=21e-3))
+    with pytest.raises(InfeasibleError, match=r"TTFT limit 19 ms: every plan takes at least 20 ms"):  # Σ least prefill
+        search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=19e-3))

@@ -109,17 +109,15 @@ def in_flight_points(sp: Splits, B: int, tpot_cap: float, ttft_ok: np.ndarray,
     larger K' is bottleneck-bound at K already, so its tokens/s at K' is its B/w_max at K and its
     TPOT is larger: K' is dominated (partitioner.serving.run, "K"). An engine that ties K to
     the pipeline depth (e.g. K = S or S + 1) swaps this function."""
-    K = 1
-    while K <= most:
-        fit = sp.N >= K * B
-        if not fit.any():
+    every = np.ones(sp.w.shape, dtype=bool)
+    room = ttft_ok & (sp.trip <= tpot_cap)
+    for K in range(1, most + 1):
+        if not (sp.N >= K * B).any():
             return
-        yield K, np.ones(sp.w.shape, dtype=bool)
-        Kw = K * sp.w
-        gain = (sp.N >= (K + 1) * B) & ttft_ok & (Kw < sp.R) & ((K + 1) * sp.w <= tpot_cap) & (sp.R <= tpot_cap)
-        if not gain.any():
+        yield K, every
+        nxt = (K + 1) * sp.w
+        if not (room & (sp.N >= (K + 1) * B) & (K * sp.w < sp.trip) & (nxt <= tpot_cap)).any():
             return
-        K += 1
 
 
 def with_in_flight(t: CostTables, K: int) -> CostTables:

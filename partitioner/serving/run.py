@@ -3,7 +3,9 @@
 The state of one `partitioner.serving.search.search`: for each batch B (the grid of that module
 doc), K in flight runs upward, each point (B, K) scored by the closed-loop decode model
 (analysis.closed_loop, score.py) and bounded, and the points that could beat the best are
-tightened. Why it is exact:
+tightened. A batch whose splits are few enough is searched over every split instead
+(partitioner.serving.exhaustive: exact per point, limits inside); the rest of this doc is the
+least-w_max route of larger instances. Why its bounds hold:
 - K. For one split, tokens/s = B·min(1/w_max, K/R) grows with K until K·w_max >= R and is flat
   after, while P = max(K·w_max, R) only grows. More K also shrinks the set of splits that fit,
   so the least w_max, w*(K), never falls. Hence once the optimal split at K has P = K·w_max, no
@@ -47,9 +49,9 @@ import numpy as np
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
 from partitioner.serving.capacity import sequence_cap
-from partitioner.serving.points import Limits, Point, in_flight_points, limit_reason, with_in_flight
+from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
 from partitioner.serving.score import Serving, serving_of
-from partitioner.serving.splits import MAX_SPLITS, Splits, split_count, splits_of
+from partitioner.serving.splits import MAX_SPLITS, split_count
 
 __all__ = ["Rule"]
 
@@ -83,6 +85,7 @@ class _Search:
         self.enumerate = exact and solver in ("auto", "brute")  # splits.py where it applies
         self.enumerated = False  # some batch was searched over every split (its points are proven)
         self.limits_open = False  # a least-w_max batch whose bounds do not rule the limits out
+        self.floor = {"tpot": math.inf, "ttft": math.inf}  # least TPOT and TTFT bounds of those batches
 
     def upper(self, p: Point) -> float:
         """Tokens/s no split at p's (B, K) within the TPOT limit can beat (0: none can meet it)."""
@@ -177,7 +180,9 @@ class _Search:
         """Search K at batch B; False when nothing fits at K = 1 (larger B cannot fit either)."""
         base = self.tables_at(B)
         if self.enumerate and split_count(base.G, base.L, self.order) <= MAX_SPLITS:
-            return self.every_split(B, base)
+            from partitioner.serving.exhaustive import every_split
+
+            return every_split(self, B, base)
         r_lb = float(np.sum(base.cost.min(axis=0)))
         K = 1
         while K == 1 or not self.timed_out():  # at least one point, whatever the clock says
@@ -209,81 +214,14 @@ class _Search:
         (more K only adds), TTFT >= Σ_l min_g prefill cost. Only then is "nothing met the
         limits" unproven (the least-w_max solves ignore them)."""
         tpot, ttft = self.limits.tpot_s, self.limits.ttft_s
-        if tpot is not None and max(point.w_lb, r_lb) > tpot * (1 + RTOL):
+        low = {"tpot": max(point.w_lb, r_lb),
+               "ttft": math.inf if base.prefill_cost is None else float(np.sum(base.prefill_cost.min(axis=0)))}
+        self.floor = {k: min(v, low[k]) for k, v in self.floor.items()}
+        if tpot is not None and low["tpot"] > tpot * (1 + RTOL):
             return
-        if ttft is not None and base.prefill_cost is not None:
-            if float(np.sum(base.prefill_cost.min(axis=0))) > ttft * (1 + RTOL):
-                return
+        if ttft is not None and low["ttft"] > ttft * (1 + RTOL):
+            return
         self.limits_open = True
-
-    def every_split(self, B: int, base: CostTables) -> bool:
-        """Batch B over every split (splits.py): at each K the least-TPOT split within the
-        limits, proven; False when nothing fits at K = 1."""
-        from partitioner.limits import limit
-
-        sp = splits_of(base, self.regime, self.order, self.keep(base))
-        self.solves += 1
-        if not (sp.N >= B).any():
-            return False
-        self.enumerated = True
-        tpot, ttft = self.limits.tpot_s, self.limits.ttft_s
-        cap = math.inf if tpot is None else tpot * (1 + RTOL)
-        ttft_ok = np.ones(sp.w.shape, dtype=bool) if ttft is None else sp.ttft <= ttft * (1 + RTOL)
-        found = False
-        for K, allowed in in_flight_points(sp, B, cap, ttft_ok, limit("MAX_MICROBATCHES")):
-            fit = sp.N >= K * B
-            P = np.maximum(K * sp.w, sp.R)
-            point = self.least(sp, base, K, P, fit & allowed & ttft_ok & (P <= cap), float(sp.w[fit].min()))
-            if point is not None:
-                self.ok.append(point)
-                self.all.append(point)
-                found = True
-        if not found and (tpot is not None or ttft is not None):  # what the error names
-            fit = sp.N >= B
-            for key in (np.maximum(sp.w, sp.R), sp.ttft):
-                if np.isfinite(key[fit]).any():
-                    s = self.split_point(sp, base, 1, int(np.flatnonzero(fit)[np.argmin(key[fit])]), 0.0).serving
-                    self.closest(s)
-        return True
-
-    def least(self, sp: Splits, base: CostTables, K: int, P: np.ndarray, live: np.ndarray, w_lb: float) -> Point | None:
-        """The split of least P among `live` (ties: least w_max, R, TTFT, index), re-scored by
-        score.py; one the exact scoring rejects (a float tie at a limit) gives way to the next."""
-        live = live.copy()
-        for _ in range(8):
-            if not live.any():
-                return None
-            top = float(P[live].min())
-            tie = np.flatnonzero(live & (P <= top * (1 + RTOL) + 1e-15))
-            i = int(tie[np.lexsort((tie, sp.ttft[tie], sp.R[tie], sp.w[tie]))][0])
-            point = self.split_point(sp, base, K, i, w_lb)
-            s = point.serving
-            if limit_reason(s, self.limits) is None and (s.max_sequences is None or s.max_sequences >= s.sequences):
-                return point
-            live[i] = False
-        return None
-
-    def split_point(self, sp: Splits, base: CostTables, K: int, i: int, w_lb: float) -> Point:
-        """Split i of `sp` at K in flight as a proven point (its TPOT is the least at (B, K))."""
-        devices, cuts = sp.plan(i)
-        t = with_in_flight(base, K)
-        problem = Problem(t, M=K, regime=self.regime, objective="throughput", order=self.order)  # type: ignore[arg-type]
-        m = evaluate(problem, devices, cuts)
-        s = serving_of(t, devices, cuts, m, self.regime)
-        key = objective_key(problem, m)
-        engine = getattr(self.rule, "engine", None)
-        name = self.solver if engine is None else f"{self.solver}+{engine}-order"
-        sol = Solution(devices, cuts, solver=name, optimal=True, objective=key, lower_bound=key[0])
-        self.points += 1
-        return Point(problem, sol, s, s.tpot_s, w_lb)
-
-    def keep(self, base: CostTables) -> Callable[[tuple[int, ...]], bool]:
-        """The device sequences the engine's order rule launches (every one without a rule)."""
-        rule = self.rule
-        if rule is None:
-            return lambda devices: True
-        problem = Problem(base, M=1, regime=self.regime, objective="throughput", order=self.order)  # type: ignore[arg-type]
-        return lambda devices: rule.admits(problem, Solution(devices, (), "", True, (), 0.0))
 
     def closest(self, s: Serving) -> None:
         if self.fastest is None or s.tpot_s < self.fastest[0]:

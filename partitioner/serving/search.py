@@ -4,12 +4,22 @@
     subject to  KV of K·B sequences at the context fits on every stage (capacity.py),
                 P <= TPOT limit, TTFT <= TTFT limit, B <= max batch.
 
-An outer search over (B, K) around the existing solvers (`partitioner.solvers.solve`). For each
-B the cost tables are rebuilt (`tables_at(B)`: the roofline depends on B, profiles interpolate
-their batch tables) and for each K the memory of every layer is its weights plus the KV of K·B
-sequences. The inner problem is the "throughput" objective with M = K: the exact solvers return
-the split with the least w_max (tau_max async, sigma_max blocking) and, among those, the least
-Στ + Σd, under that memory.
+An outer search over (B, K). For each B the cost tables are rebuilt (`tables_at(B)`: the
+roofline depends on B, profiles interpolate their batch tables) and for each K the memory of
+every layer is its weights plus the KV of K·B sequences. The inner problem at (B, K) is the
+least P within the limits (the only split no other at that (B, K) dominates):
+- exact (`--solver auto` or `brute`, at most splits.MAX_SPLITS splits per batch, e.g. 4 GPUs
+  and up to ~17 layers, 3 GPUs and up to ~80): every split, every device subset included, is
+  scored at once (splits.py, exhaustive.py), so the TPOT and TTFT limits and the round trip
+  are inside the inner problem, blocking included (its closed-loop σ with d_ret), each point is
+  proven, and the frontier is every non-dominated (tokens/s, TPOT) plan of the grid;
+- otherwise the "throughput" objective with M = K: the exact solvers return the split with the
+  least w_max (tau_max async, open-loop sigma_max blocking) and, among those, the least Στ + Σd,
+  under that memory; the limits are checked on the plans found, bounds and tightening
+  (partitioner.serving.run) report the gap, and when no plan found meets a limit that the
+  bounds do not rule out the search says "not proven" (SolverError), never "infeasible".
+Status (points.SearchResult): OPTIMAL exactly when no bound exceeds the best, TIME_LIMIT when
+the grid was cut, else FEASIBLE with the gap.
 
 Why this grid is enough:
 - B. Every B from 1 up to 64, then powers of two, plus the largest B for which any split fits
@@ -19,8 +29,9 @@ Why this grid is enough:
   fits, which the grid holds; a TPOT or TTFT limit that binds between two grid points above 64
   costs at most their ratio (2). Profiles with batch tables: every B inside the tables' common
   range (same rule); scalar profiles: only the profile's own batch (its costs hold only there).
-- K, exactness per point and pruning: partitioner.serving.run (the K loop, the bounds and the
-  Lagrangian tightening, and the pruning of batches that cannot beat the best).
+- K: points.in_flight_points (exact inner problem); partitioner.serving.run (the K loop, the
+  bounds and the Lagrangian tightening, and the pruning of batches that cannot beat the best)
+  otherwise.
 """
 
 from __future__ import annotations
@@ -71,8 +82,16 @@ def _no_point(run: _Search, limits: Limits) -> PartitionerError:
             "no plan found that meets " + " and ".join(
                 f"the {n} limit {fmt_time(v)}" for n, v in (("TPOT", tpot), ("TTFT", ttft)) if v is not None)
             + ", not proven infeasible: " + ("the time limit ran out" if run.timed_out() else
-                                             f"this instance is too large to score every split (over "
-                                             f"{MAX_SPLITS:,}), and the solver minimises the bottleneck only"))
+                                             "the limits are checked after each least-bottleneck solve; every "
+                                             f"split is scored only with --solver auto or brute and up to "
+                                             f"{MAX_SPLITS:,} splits"))
+    if not run.enumerated:  # the least-w_max route: its bounds proved it
+        which = "TPOT" if tpot is not None and run.floor["tpot"] > tpot * (1 + RTOL) else "TTFT"
+        value = tpot if which == "TPOT" else ttft
+        return InfeasibleError(
+            f"no (batch, in_flight) meets the {which} limit {fmt_time(value or 0.0)}: every plan takes at least "
+            f"{fmt_time(run.floor[which.lower()])} (least {'period' if which == 'TPOT' else 'prefill'} bound "
+            f"over the batches searched)")
     if tpot is not None and fastest is not None and fastest[0] > tpot * (1 + RTOL):
         t, s = fastest
         return InfeasibleError(

@@ -48,7 +48,7 @@ class Splits:
     is inf without prefill costs."""
 
     w: np.ndarray
-    R: np.ndarray
+    trip: np.ndarray  # R = Στ + Σd + d_ret
     ttft: np.ndarray
     N: np.ndarray
     stages: np.ndarray
