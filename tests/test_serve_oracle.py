@@ -106,11 +106,36 @@ def test_a_ttft_limit_only_one_gpu_meets_is_met_by_that_gpu_alone():
         search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=19e-3))
 
 
-def test_a_limit_the_least_bottleneck_route_cannot_meet_is_not_proven_infeasible(monkeypatch):
+def _one_layer(B: int) -> CostTables:
+    """One layer on one of three GPUs: decode 1, 5, 2 ms·B; prefill 50, 10, 20 ms."""
+    return CostTables(
+        cost=np.array([[1e-3], [5e-3], [2e-3]]) * B, memory_gb=np.ones(1), cut_bytes=np.zeros(1),
+        capacity_gb=np.full(3, 10.0), latency_s=np.zeros((3, 3)), bandwidth_Bps=np.full((3, 3), np.inf),
+        layer_names=("a",), device_names=("x", "y", "z"), gpu_names=("x", "y", "z"), node_names=("n",) * 3,
+        weight_gb=np.ones(1), kv_bytes_per_token=np.ones(1), context=1_000_000, batch=B, in_flight=1,
+        prefill_cost=np.array([[50e-3], [10e-3], [20e-3]]), prefill_cut_bytes=np.zeros(1), prompt_tokens=512,
+    )
+
+
+def test_the_least_bottleneck_route_rescues_with_the_least_ttft_and_round_trip_splits(monkeypatch):
     from partitioner.serving import run
 
     monkeypatch.setattr(run, "MAX_SPLITS", 0)  # as on an instance too large to score every split
-    with pytest.raises(SolverError, match=r"no plan found that meets the TTFT limit 21 ms, not proven infeasible"):
-        search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=21e-3))
-    with pytest.raises(InfeasibleError, match=r"TTFT limit 19 ms: every plan takes at least 20 ms"):  # Σ least prefill
-        search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=19e-3))
+    got = search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=21e-3))  # the least-TTFT split: GPU 1
+    assert got.best.solution.devices == (1,) and got.best.serving.ttft_s == pytest.approx(20e-3)
+    assert got.status in ("OPTIMAL", "FEASIBLE") and got.proven == (got.status == "OPTIMAL")
+    with pytest.raises(InfeasibleError, match=r"TTFT limit 19 ms: every plan takes at least 20 ms"):
+        search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=19e-3))  # the exact least TTFT
+    with pytest.raises(InfeasibleError, match=r"TPOT limit 1.9 ms: every plan takes at least 2 ms"):
+        search(_two_gpus, [1, 2], order="free", limits=Limits(tpot_s=1.9e-3))  # the least round trip, GPU 0
+
+
+def test_a_limit_the_least_bottleneck_route_cannot_meet_is_not_proven_infeasible(monkeypatch):
+    from partitioner.serving import run
+
+    both = Limits(tpot_s=3e-3, ttft_s=25e-3)  # only GPU 2 (2 ms, 20 ms) meets both
+    assert search(_one_layer, [1], order="free", limits=both).best.solution.devices == (2,)
+    monkeypatch.setattr(run, "MAX_SPLITS", 0)  # least τ: GPU 0 (TTFT 50 ms); least TTFT: GPU 1 (5 ms)
+    with pytest.raises(SolverError, match=r"no plan found that meets the TPOT limit 3 ms and the TTFT limit 25 ms, "
+                                          r"not proven infeasible"):
+        search(_one_layer, [1], order="free", limits=both)

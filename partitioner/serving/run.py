@@ -84,8 +84,7 @@ class _Search:
         self.quickest: tuple[float, Serving] | None = None  # least TTFT seen
         self.enumerate = exact and solver in ("auto", "brute")  # splits.py where it applies
         self.enumerated = False  # some batch was searched over every split (its points are proven)
-        self.limits_open = False  # a least-w_max batch whose bounds do not rule the limits out
-        self.floor = {"tpot": math.inf, "ttft": math.inf}  # least TPOT and TTFT bounds of those batches
+        self.room: dict[int, list[float]] = {}  # B -> [TPOT, TTFT] lower bounds at K = 1 (least-w_max route)
 
     def upper(self, p: Point) -> float:
         """Tokens/s no split at p's (B, K) within the TPOT limit can beat (0: none can meet it)."""
@@ -210,18 +209,18 @@ class _Search:
         return True
 
     def note_bounds(self, base: CostTables, point: Point, r_lb: float) -> None:
-        """Whether this batch's bounds leave room for the limits: TPOT >= max(w*, R_lb) at K = 1
-        (more K only adds), TTFT >= Σ_l min_g prefill cost. Only then is "nothing met the
-        limits" unproven (the least-w_max solves ignore them)."""
+        """Batch B's lower bounds on TPOT and TTFT over every split: TPOT >= max(w*, R_lb) at
+        K = 1 (more K only adds), TTFT >= Σ_l min_g prefill cost (serving.rescue tightens both)."""
+        ttft = math.inf if base.prefill_cost is None else float(np.sum(base.prefill_cost.min(axis=0)))
+        self.room[base.batch] = [max(point.w_lb, r_lb), ttft]
+
+    @property
+    def limits_open(self) -> bool:
+        """Some least-w_max batch whose bounds do not rule the limits out: then "nothing met the
+        limits" is not proven (those solves do not see the limits)."""
         tpot, ttft = self.limits.tpot_s, self.limits.ttft_s
-        low = {"tpot": max(point.w_lb, r_lb),
-               "ttft": math.inf if base.prefill_cost is None else float(np.sum(base.prefill_cost.min(axis=0)))}
-        self.floor = {k: min(v, low[k]) for k, v in self.floor.items()}
-        if tpot is not None and low["tpot"] > tpot * (1 + RTOL):
-            return
-        if ttft is not None and low["ttft"] > ttft * (1 + RTOL):
-            return
-        self.limits_open = True
+        return any((tpot is None or a <= tpot * (1 + RTOL)) and (ttft is None or b <= ttft * (1 + RTOL))
+                   for a, b in self.room.values())
 
     def closest(self, s: Serving) -> None:
         if self.fastest is None or s.tpot_s < self.fastest[0]:

@@ -86,12 +86,15 @@ def _no_point(run: _Search, limits: Limits) -> PartitionerError:
                                              f"split is scored only with --solver auto or brute and up to "
                                              f"{MAX_SPLITS:,} splits"))
     if not run.enumerated:  # the least-w_max route: its bounds proved it
-        which = "TPOT" if tpot is not None and run.floor["tpot"] > tpot * (1 + RTOL) else "TTFT"
-        value = tpot if which == "TPOT" else ttft
+        floors = [min(r[k] for r in run.room.values()) for k in (0, 1)]
+        for name, limit, floor, what in (("TPOT", tpot, floors[0], "period"), ("TTFT", ttft, floors[1], "prefill")):
+            if limit is not None and floor > limit * (1 + RTOL):
+                return InfeasibleError(
+                    f"no (batch, in_flight) meets the {name} limit {fmt_time(limit)}: every plan takes at least "
+                    f"{fmt_time(floor)} (least {what} bound over the batches searched)")
         return InfeasibleError(
-            f"no (batch, in_flight) meets the {which} limit {fmt_time(value or 0.0)}: every plan takes at least "
-            f"{fmt_time(run.floor[which.lower()])} (least {'period' if which == 'TPOT' else 'prefill'} bound "
-            f"over the batches searched)")
+            f"no batch's bounds meet the TPOT limit {fmt_time(tpot or 0.0)} and the TTFT limit "
+            f"{fmt_time(ttft or 0.0)} together (least bounds: TPOT {fmt_time(floors[0])}, TTFT {fmt_time(floors[1])})")
     if tpot is not None and fastest is not None and fastest[0] > tpot * (1 + RTOL):
         t, s = fastest
         return InfeasibleError(
@@ -164,6 +167,10 @@ def search(
             raise
         complete = False
         run.deadline = time.monotonic()  # no tightening either: return what we have
+    if not run.ok and run.exact and not run.enumerated and (limits.tpot_s or limits.ttft_s):
+        from partitioner.serving.rescue import rescue
+
+        rescue(run)
     if not run.ok:
         raise _no_point(run, limits)
     run.tighten(_d_ret_lb(run.all[0].problem.tables))
