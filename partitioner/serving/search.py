@@ -65,9 +65,9 @@ def fmt_time(seconds: float) -> str:
 
 
 def _no_point(run: _Search, limits: Limits) -> PartitionerError:
-    """Why no point was kept: InfeasibleError only when proven (every split was scored, or the
-    bounds rule the limits out), else SolverError (the search was cut, or its least-w_max solves
-    could not see a split that meets a latency limit)."""
+    """Why no point was kept: InfeasibleError only when proven (every split was scored, the
+    bounds rule the limits out, or a baseline's own split never meets them), else SolverError
+    (the search was cut, or its least-w_max solves could not see a split that meets a limit)."""
     if run.points == 0 and run.timed_out():
         return SolverError("the time limit ran out before any batch and in-flight count was searched (not proven infeasible)")
     if run.points == 0 and not run.limits_open:
@@ -77,7 +77,8 @@ def _no_point(run: _Search, limits: Limits) -> PartitionerError:
         return InfeasibleError(f"not even {first.batch} sequence(s) fit: " + explain_infeasible(with_in_flight(first, 1)))
     fastest, quickest = run.fastest, run.quickest
     tpot, ttft = limits.tpot_s, limits.ttft_s
-    if run.limits_open or run.timed_out():
+    least_w = run.exact and not run.enumerated  # the least-w_max route: blind to the limits
+    if (least_w and run.limits_open) or run.timed_out():
         return SolverError(
             "no plan found that meets " + " and ".join(
                 f"the {n} limit {fmt_time(v)}" for n, v in (("TPOT", tpot), ("TTFT", ttft)) if v is not None)
@@ -85,7 +86,7 @@ def _no_point(run: _Search, limits: Limits) -> PartitionerError:
                                              "the limits are checked after each least-bottleneck solve; every "
                                              f"split is scored only with --solver auto or brute and up to "
                                              f"{MAX_SPLITS:,} splits"))
-    if not run.enumerated:  # the least-w_max route: its bounds proved it
+    if least_w and run.room:  # its bounds proved it
         floors = [min(r[k] for r in run.room.values()) for k in (0, 1)]
         for name, limit, floor, what in (("TPOT", tpot, floors[0], "period"), ("TTFT", ttft, floors[1], "prefill")):
             if limit is not None and floor > limit * (1 + RTOL):
