@@ -8,8 +8,8 @@ An outer search over (B, K). For each B the cost tables are rebuilt (`tables_at(
 roofline depends on B, profiles interpolate their batch tables) and for each K the memory of
 every layer is its weights plus the KV of K·B sequences. The inner problem at (B, K) is the
 least P within the limits (the only split no other at that (B, K) dominates):
-- exact (`--solver auto` or `brute`, at most splits.MAX_SPLITS splits per batch, e.g. 4 GPUs
-  and up to ~17 layers, 3 GPUs and up to ~80): every split, every device subset included, is
+- exact (`--solver auto` or `brute`, at most splits.MAX_SPLITS splits per batch: 2 GPUs
+  always, 3 up to 258 layers, 4 up to 37, 5 up to 15): every split, every device subset included, is
   scored at once (splits.py, exhaustive.py), so the TPOT and TTFT limits and the round trip
   are inside the inner problem, blocking included (its closed-loop σ with d_ret), each point is
   proven, and the frontier is every non-dominated (tokens/s, TPOT) plan of the grid;
