@@ -35,6 +35,8 @@ def every_split(run: _Search, B: int, base: CostTables) -> bool:
     if not (sp.N >= B).any():
         return False
     run.enumerated = True
+    if run.prune and run.ok and _cannot_beat(run, sp, B, limit("MAX_MICROBATCHES")):
+        return True
     tpot, ttft = run.limits.tpot_s, run.limits.ttft_s
     cap = math.inf if tpot is None else tpot * (1 + RTOL)
     ttft_ok = np.ones(sp.w.shape, dtype=bool) if ttft is None else sp.ttft <= ttft * (1 + RTOL)
@@ -54,6 +56,20 @@ def every_split(run: _Search, B: int, base: CostTables) -> bool:
             if np.isfinite(key[fit]).any():
                 s = split_point(run, sp, base, 1, int(np.flatnonzero(fit)[np.argmin(key[fit])]), 0.0).serving
                 run.closest(s)
+    return True
+
+
+def _cannot_beat(run: _Search, sp: Splits, B: int, most: int) -> bool:
+    """`prune` (partitioner.serving.run, "Pruning"): no K at batch B beats the best so far. Split
+    c gives at most B·min(1/w_c, K_c/R_c) tokens/s over every K, K_c = min(N_c // B, most) the
+    most that fit; below the best everywhere, the batch is skipped and its bound kept."""
+    fit = sp.N >= B
+    k_most = np.minimum(np.floor(sp.N[fit] / B), most)
+    with np.errstate(divide="ignore"):
+        top = float(np.max(B * np.minimum(1.0 / sp.w[fit], k_most / sp.trip[fit])))
+    if top > max(q.serving.tokens_per_s for q in run.ok) * (1 + RTOL):
+        return False
+    run.pruned.append(top)
     return True
 
 
