@@ -17,6 +17,9 @@ limit the whole set cannot; in listed order under `order: fixed`) times every co
 layers into that many non-empty stages, exactly the brute force of `partitioner.solvers.brute`,
 vectorised as tests/oracle.py does. It applies while their count is at most MAX_SPLITS
 (`split_count`); beyond it the search uses the least-w_max solvers and reports its gap.
+The formulas here repeat score.py's (the TTFT the limit checks is its single-pass `ttft_s`):
+exhaustive.py re-scores each chosen split with score.py and drops one it rejects, but a split
+these arrays rule out is never seen, so a change to score.py's P or TTFT must be made here too.
 """
 
 from __future__ import annotations
