@@ -196,7 +196,7 @@ def serve_plan(
     return dataclasses.replace(
         out, objective="serve", serving=best.serving, frontier=tuple(p.to_dict() for p in result.frontier),
         optimal=result.proven, objective_value=(top,), lower_bound=result.lower_bound,
-        wall_time_s=result.wall_time_s, status=result.status,
+        wall_time_s=result.wall_time_s, status="BASELINE" if out.status == "BASELINE" and not result.proven else result.status,
     )
 
 
