@@ -118,9 +118,9 @@ def _one_layer(B: int) -> CostTables:
 
 
 def test_the_least_bottleneck_route_rescues_with_the_least_ttft_and_round_trip_splits(monkeypatch):
-    from partitioner.serving import run
+    from partitioner.serving import exhaustive
 
-    monkeypatch.setattr(run, "MAX_SPLITS", 0)  # as on an instance too large to score every split
+    monkeypatch.setattr(exhaustive, "MAX_SPLITS", 0)  # as on an instance too large to score every split
     got = search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=21e-3))  # the least-TTFT split: GPU 1
     assert got.best.solution.devices == (1,) and got.best.serving.ttft_s == pytest.approx(20e-3)
     assert got.status in ("OPTIMAL", "FEASIBLE") and got.proven == (got.status == "OPTIMAL")
@@ -131,11 +131,11 @@ def test_the_least_bottleneck_route_rescues_with_the_least_ttft_and_round_trip_s
 
 
 def test_a_limit_the_least_bottleneck_route_cannot_meet_is_not_proven_infeasible(monkeypatch):
-    from partitioner.serving import run
+    from partitioner.serving import exhaustive
 
     both = Limits(tpot_s=3e-3, ttft_s=25e-3)  # only GPU 2 (2 ms, 20 ms) meets both
     assert search(_one_layer, [1], order="free", limits=both).best.solution.devices == (2,)
-    monkeypatch.setattr(run, "MAX_SPLITS", 0)  # least τ: GPU 0 (TTFT 50 ms); least TTFT: GPU 1 (5 ms)
+    monkeypatch.setattr(exhaustive, "MAX_SPLITS", 0)  # least τ: GPU 0 (TTFT 50 ms); least TTFT: GPU 1 (5 ms)
     with pytest.raises(SolverError, match=r"no plan found that meets the TPOT limit 3 ms and the TTFT limit 25 ms, "
                                           r"not proven infeasible"):
         search(_one_layer, [1], order="free", limits=both)

@@ -8,6 +8,7 @@ number at most `splits.MAX_SPLITS` with an exact solver choice (auto, brute); th
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -17,12 +18,30 @@ import numpy as np
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
 from partitioner.serving.points import Point, in_flight_points, limit_reason, with_in_flight
 from partitioner.serving.score import serving_of
-from partitioner.serving.splits import Splits, splits_of
+from partitioner.serving.splits import MAX_SPLITS, Splits, split_count, splits_of
 
 if TYPE_CHECKING:
     from partitioner.serving.run import _Search
 
-__all__ = ["every_split", "split_point"]
+__all__ = ["applies", "every_split", "split_point"]
+
+
+def applies(run: _Search, base: CostTables) -> bool:
+    """Whether batch `base` is searched over every split: an exact solver choice (auto, brute),
+    at most MAX_SPLITS splits, and the scoring splits.py repeats: the free-memory KV capacity
+    and the closed-loop P and single-prompt TTFT with K free. Tables that carry an engine's own
+    KV pool (`kv_pool`), a request mix (`request_mix`: tokens/s and TTFT under load) or an engine
+    that fixes K by the pipeline depth (`engine_id` in serving.engine_sched's SCHEDULED_ENGINES)
+    take the least-w_max route until splits.py models them."""
+    if not run.enumerate or split_count(base.G, base.L, run.order) > MAX_SPLITS:
+        return False
+    if getattr(base, "kv_pool", None) is not None or getattr(base, "request_mix", None) is not None:
+        return False
+    try:
+        sched = importlib.import_module("partitioner.serving.engine_sched")
+    except ImportError:
+        return True
+    return getattr(base, "engine_id", None) not in getattr(sched, "SCHEDULED_ENGINES", ())
 
 
 def every_split(run: _Search, B: int, base: CostTables) -> bool:

@@ -51,7 +51,6 @@ from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, o
 from partitioner.serving.capacity import sequence_cap
 from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
 from partitioner.serving.score import Serving, serving_of
-from partitioner.serving.splits import MAX_SPLITS, split_count
 
 __all__ = ["Rule"]
 
@@ -178,10 +177,10 @@ class _Search:
     def one_batch(self, B: int) -> bool:
         """Search K at batch B; False when nothing fits at K = 1 (larger B cannot fit either)."""
         base = self.tables_at(B)
-        if self.enumerate and split_count(base.G, base.L, self.order) <= MAX_SPLITS:
-            from partitioner.serving.exhaustive import every_split
+        from partitioner.serving import exhaustive
 
-            return every_split(self, B, base)
+        if exhaustive.applies(self, base):
+            return exhaustive.every_split(self, B, base)
         r_lb = float(np.sum(base.cost.min(axis=0)))
         K = 1
         while K == 1 or not self.timed_out():  # at least one point, whatever the clock says
