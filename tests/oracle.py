@@ -17,7 +17,7 @@ import numpy as np
 
 from partitioner.problem import RTOL, CostTables
 
-__all__ = ["oracle", "instance", "KINDS"]
+__all__ = ["oracle", "instance", "KINDS", "serve_instance", "serve_points", "frontier_of"]
 
 KINDS = ("interchangeable", "nodes", "distinct", "near_tie")
 
@@ -121,3 +121,84 @@ def instance(seed: int, kind: str) -> tuple[CostTables, int]:
         device_names=tuple(f"d{g}" for g in range(G)), gpu_names=tuple(f"t{x}" for x in type_of),
         node_names=("n",) * G, tied_gb=float(r.choice([0.0, 0.0, mem[0] * 0.7])) if L > 1 else 0.0,
     ), M
+
+
+# -- the serve objective: seeded small instances and the brute force over splits × B × K ---------
+def serve_instance(seed: int) -> tuple[dict[int, CostTables], str]:
+    """({B: tables at batch B} for B = 1..3, order): 2-4 devices of 1-3 kinds, 2-5 layers, costs
+    affine in B, prefill costs, KV of a few sequences per stage, links and a return hop."""
+    r = np.random.default_rng(seed)
+    G, L = int(r.integers(2, 5)), int(r.integers(2, 6))
+    kinds = np.sort(r.integers(0, int(r.integers(1, G + 1)), G))
+    a = r.uniform(0.5, 2.0, (G, L))[kinds] * 1e-3
+    b = r.uniform(0.02, 0.3, (G, L))[kinds] * 1e-3
+    prefill = r.uniform(2.0, 20.0, (G, L))[kinds] * 1e-3
+    weight = r.uniform(0.5, 1.5, L)
+    kvpt = r.uniform(0.05, 0.2, L) * 1e6  # bytes per token: 0.05-0.2 GB per sequence at context 1000
+    cap = (weight.sum() * r.uniform(0.3, 1.1, G) + r.uniform(0.0, 1.5, G))[kinds]
+    lat = r.uniform(0.0, 2e-3, (G, G)) * r.choice([0.0, 1.0, 1.0])
+    bw = r.choice([1e9, 1e10, np.inf], (G, G))
+    np.fill_diagonal(lat, 0.0)
+    np.fill_diagonal(bw, np.inf)
+    tied = float(r.choice([0.0, 0.0, 0.3 * weight[0]]))
+    cut, cut_p = r.uniform(0.0, 2e6, L), r.uniform(0.0, 2e7, L)
+    ret = float(r.uniform(0.0, 1e5))
+
+    def at(B: int) -> CostTables:
+        return CostTables(
+            cost=a + b * B, memory_gb=weight + kvpt * 1000 * B / 1e9, cut_bytes=cut * B, capacity_gb=cap,
+            latency_s=lat, bandwidth_Bps=bw, layer_names=tuple(f"l{i}" for i in range(L)),
+            device_names=tuple(f"g{g}" for g in range(G)), gpu_names=tuple(f"k{k}" for k in kinds),
+            node_names=("n",) * G, tied_gb=tied if L > 1 else 0.0, weight_gb=weight, kv_bytes_per_token=kvpt,
+            context=1000, batch=B, in_flight=1, prefill_cost=prefill, prefill_cut_bytes=cut_p, prompt_tokens=512,
+            return_bytes=ret * B,
+        )
+
+    return {B: at(B) for B in (1, 2, 3)}, str(r.choice(["free", "free", "free", "fixed"]))
+
+
+def serve_points(tables: dict[int, CostTables], regime: str, order: str) -> list[tuple[int, int, float, float, float]]:
+    """Every (B, K, split) whose KV fits, as (B, K, tokens/s, TPOT, TTFT), by the formulas of
+    score.py written out per split: problem.evaluate for τ and d, capacity.capacity for the
+    sequences that fit, P = max(K·w_max, Στ + Σd + d_ret) for each K up to the capacity."""
+    from partitioner.problem import Problem, evaluate
+    from partitioner.serving.capacity import capacity
+    from partitioner.serving.score import return_latency
+
+    out = []
+    for B, t in tables.items():
+        problem = Problem(t, M=1, regime=regime, objective="throughput", order=order)  # type: ignore[arg-type]
+        assert t.prefill_cost is not None and t.prefill_cut_bytes is not None
+        for cuts_all, seqs in _plans(t.G, t.L, order):
+            for cuts in cuts_all:
+                for seq in seqs:
+                    devices, cut = tuple(int(g) for g in seq), tuple(int(e) for e in cuts)
+                    n = capacity(t, devices, cut).max_sequences or 0
+                    if n < B:
+                        continue
+                    m = evaluate(problem, devices, cut)
+                    ret = return_latency(t, devices)
+                    tau, d = m.tau.tolist(), m.d.tolist()
+                    hold = tau if regime == "async" else [x + y for x, y in zip(tau, [*d, ret], strict=True)]
+                    w, R = max(hold), sum(tau) + sum(d) + ret
+                    ttft = sum(float(t.prefill_cost[g, cut[s]:cut[s + 1]].sum()) for s, g in enumerate(devices))
+                    for s in range(len(devices) - 1):
+                        g, h = devices[s], devices[s + 1]
+                        beta = float(t.bandwidth_Bps[g, h])
+                        ttft += float(t.latency_s[g, h]) + (0.0 if np.isinf(beta) else t.prefill_cut_bytes[cut[s + 1] - 1] / beta)
+                    for K in range(1, n // B + 1):
+                        P = max(K * w, R)
+                        out.append((B, K, K * B / P, P, ttft))
+    return out
+
+
+def frontier_of(values: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(tokens/s, TPOT) pairs no other beats on both, by rising TPOT (ties within RTOL)."""
+    out: list[tuple[float, float]] = []
+    for tps, tpot in sorted(values, key=lambda v: (v[1], -v[0])):
+        if out and tps <= out[-1][0] * (1 + RTOL):
+            continue
+        while out and tpot <= out[-1][1] * (1 + RTOL):
+            out.pop()
+        out.append((tps, tpot))
+    return out

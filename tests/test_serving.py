@@ -227,6 +227,7 @@ def test_serve_objective_cli_json_and_table():
     plan = json.loads(out)
     s = plan["serving"]
     assert plan["objective"] == "serve" and s["max_sequences"] >= s["batch"] * s["in_flight"]
+    assert (plan["status"] == "OPTIMAL") == plan["optimal"] and plan["optimal"]  # every split scored: proven
     front = plan["serving_frontier"]
     assert front and all(a["tpot_s"] < b["tpot_s"] and a["tokens_per_s"] < b["tokens_per_s"]
                          for a, b in itertools.pairwise(front))

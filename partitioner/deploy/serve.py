@@ -37,7 +37,7 @@ from partitioner.costs.groups import Group, candidate_groups, disjoint, group_ta
 from partitioner.deploy.deployment import tp_notes
 from partitioner.deploy.groups import GroupPlan, select_rows, to_plan
 from partitioner.deploy.replica_result import ReplicaPlanner
-from partitioner.errors import InfeasibleError
+from partitioner.errors import InfeasibleError, SolverError
 from partitioner.problem import CostTables
 
 __all__ = ["ServeUnits", "serve_planner", "SeedRule", "REPLICA_SHARE"]
@@ -136,7 +136,7 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         try:
             res = search(lambda B: select_rows(units.tables(B)[1], rows), grid, regime=regime, order=order,
                          solver=solver, limits=limits, time_limit_s=left, rule=rule, prune=True, start=last[0])
-        except InfeasibleError:
+        except (InfeasibleError, SolverError):  # nothing found within the limits on these rows
             return None
         groups = tuple(units.groups[r] for r in rows)
         return res, groups, disjoint([groups[r] for r in res.best.solution.devices])
@@ -169,8 +169,9 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         upper = math.inf if quick else max(upper, tps)
         gp = GroupPlan(best.problem, best.solution, groups, False, best.solution.lower_bound, res.solves)
         plan = to_plan(gp, cluster)
-        plan = dataclasses.replace(plan, objective="serve", serving=best.serving,
-                                   optimal=bool(upper <= tps * (1 + 1e-9)),
+        optimal = bool(upper <= tps * (1 + 1e-9))
+        plan = dataclasses.replace(plan, objective="serve", serving=best.serving, optimal=optimal,
+                                   status="OPTIMAL" if optimal else ("TIME_LIMIT" if res.notes else "FEASIBLE"),
                                    frontier=tuple(p.to_dict() for p in res.frontier), notes=tuple(tp_notes(plan)))
         return plan, upper, not quick
 

@@ -122,9 +122,9 @@ def serve_plan(
     top = 1.0 / best.serving.tokens_per_s
     return dataclasses.replace(
         out, objective="serve", serving=best.serving, frontier=tuple(p.to_dict() for p in result.frontier),
-        optimal=result.proven and out.optimal, objective_value=(top,),
-        lower_bound=min(top, 1.0 / result.upper_bound), wall_time_s=result.wall_time_s,
-        status=out.status if not result.notes else "TIME_LIMIT",
+        optimal=result.proven, objective_value=(top,), lower_bound=result.lower_bound,
+        wall_time_s=result.wall_time_s,
+        status="BASELINE" if out.status == "BASELINE" and not result.proven else result.status,
     )
 
 

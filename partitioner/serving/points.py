@@ -6,13 +6,17 @@ See `partitioner.serving.search` for the search and why its grid is enough.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from partitioner.problem import RTOL, CostTables, Problem, Solution
 from partitioner.serving.score import Serving
+from partitioner.serving.splits import Splits
 
-__all__ = ["Limits", "Point", "SearchResult", "batch_grid", "with_in_flight", "limit_reason", "binding", "pareto",
-           "EXACT_GRID"]
+__all__ = ["Limits", "Point", "SearchResult", "batch_grid", "in_flight_points", "with_in_flight", "limit_reason",
+           "binding", "pareto", "EXACT_GRID"]
 
 EXACT_GRID = 64
 
@@ -69,6 +73,20 @@ class SearchResult:
         """No split at any searched (B, K) can beat the best (its bound is the best's value)."""
         return self.upper_bound <= self.best.serving.tokens_per_s * (1 + RTOL)
 
+    @property
+    def status(self) -> str:
+        """OPTIMAL exactly when proven; TIME_LIMIT when the time limit or Ctrl-C cut the grid;
+        else FEASIBLE (searched to the end, a gap left): never OPTIMAL beside optimal false."""
+        if self.proven:
+            return "OPTIMAL"
+        return "TIME_LIMIT" if self.notes else "FEASIBLE"
+
+    @property
+    def lower_bound(self) -> float:
+        """Seconds per token no plan of the grid beats: 1 / upper_bound, 1 / tokens/s when proven."""
+        top = 1.0 / self.best.serving.tokens_per_s
+        return top if self.proven else min(top, 1.0 / self.upper_bound)
+
 
 def batch_grid(limit: int) -> list[int]:
     """1..min(64, limit), then powers of two up to limit, and limit itself (module doc)."""
@@ -80,6 +98,26 @@ def batch_grid(limit: int) -> list[int]:
     if limit > EXACT_GRID:
         grid.append(limit)
     return grid
+
+
+def in_flight_points(sp: Splits, B: int, tpot_cap: float, ttft_ok: np.ndarray,
+                     most: int) -> Iterator[tuple[int, np.ndarray]]:
+    """The in-flight counts K searched at batch B, each with the splits allowed to run it (here
+    every split: K is free). K runs from 1 while some split can still gain: one that fits K + 1
+    sequences' KV, meets the TTFT limit and is still round-trip bound at K (K·w_max < R) with
+    (K + 1)·w_max and R within the TPOT cap. Without one, every split meeting the limits at a
+    larger K' is bottleneck-bound at K already, so its tokens/s at K' is its B/w_max at K and its
+    TPOT is larger: K' is dominated (partitioner.serving.run, "K"). An engine that ties K to
+    the pipeline depth (e.g. K = S or S + 1) swaps this function."""
+    every = np.ones(sp.w.shape, dtype=bool)
+    room = ttft_ok & (sp.trip <= tpot_cap)
+    for K in range(1, most + 1):
+        if not (sp.N >= K * B).any():
+            return
+        yield K, every
+        nxt = (K + 1) * sp.w
+        if not (room & (sp.N >= (K + 1) * B) & (K * sp.w < sp.trip) & (nxt <= tpot_cap)).any():
+            return
 
 
 def with_in_flight(t: CostTables, K: int) -> CostTables:
@@ -114,11 +152,16 @@ def binding(best: Point, ok: list[Point], limits: Limits) -> str:
 
 
 def pareto(points: list[Point]) -> list[Point]:
-    """Points no other beats on both tokens/s (higher) and TPOT (lower), by rising TPOT."""
+    """Points no other beats on both tokens/s (higher) and TPOT (lower), by rising TPOT. Over the
+    exact inner problem (splits.py: each (B, K) keeps its least-TPOT split, the only one no other
+    split at that (B, K) dominates) this is the whole frontier of the grid's plans."""
     out: list[Point] = []
     for p in sorted(points, key=lambda p: (p.serving.tpot_s, -p.serving.tokens_per_s)):
-        if not out or p.serving.tokens_per_s > out[-1].serving.tokens_per_s * (1 + RTOL):
-            out.append(p)
+        if out and p.serving.tokens_per_s <= out[-1].serving.tokens_per_s * (1 + RTOL):
+            continue
+        while out and p.serving.tpot_s <= out[-1].serving.tpot_s * (1 + RTOL):
+            out.pop()  # the same TPOT within RTOL and more tokens/s
+        out.append(p)
     return out
 
 

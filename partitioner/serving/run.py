@@ -3,7 +3,9 @@
 The state of one `partitioner.serving.search.search`: for each batch B (the grid of that module
 doc), K in flight runs upward, each point (B, K) scored by the closed-loop decode model
 (analysis.closed_loop, score.py) and bounded, and the points that could beat the best are
-tightened. Why it is exact:
+tightened. A batch whose splits are few enough is searched over every split instead
+(partitioner.serving.exhaustive: exact per point, limits inside); the rest of this doc is the
+least-w_max route of larger instances. Why its bounds hold:
 - K. For one split, tokens/s = B·min(1/w_max, K/R) grows with K until K·w_max >= R and is flat
   after, while P = max(K·w_max, R) only grows. More K also shrinks the set of splits that fit,
   so the least w_max, w*(K), never falls. Hence once the optimal split at K has P = K·w_max, no
@@ -80,6 +82,9 @@ class _Search:
         self.first_batch = 1
         self.fastest: tuple[float, Serving] | None = None  # least TPOT seen (for the error)
         self.quickest: tuple[float, Serving] | None = None  # least TTFT seen
+        self.enumerate = exact and solver in ("auto", "brute")  # splits.py where it applies
+        self.enumerated = False  # some batch was searched over every split (its points are proven)
+        self.room: dict[int, list[float]] = {}  # B -> [TPOT, TTFT] lower bounds at K = 1 (least-w_max route)
 
     def upper(self, p: Point) -> float:
         """Tokens/s no split at p's (B, K) within the TPOT limit can beat (0: none can meet it)."""
@@ -167,15 +172,16 @@ class _Search:
         sol = replace(sol, objective=objective_key(problem, m))
         w_lb = sol.lower_bound if self.exact else 0.0
         self.points += 1
-        if self.fastest is None or s.tpot_s < self.fastest[0]:
-            self.fastest = (s.tpot_s, s)
-        if s.ttft_s is not None and (self.quickest is None or s.ttft_s < self.quickest[0]):
-            self.quickest = (s.ttft_s, s)
+        self.closest(s)
         return Point(problem, sol, s, max(problem.M * w_lb, r_lb), w_lb)
 
     def one_batch(self, B: int) -> bool:
         """Search K at batch B; False when nothing fits at K = 1 (larger B cannot fit either)."""
         base = self.tables_at(B)
+        from partitioner.serving import exhaustive
+
+        if exhaustive.applies(self, base):
+            return exhaustive.every_split(self, B, base)
         r_lb = float(np.sum(base.cost.min(axis=0)))
         if EngineSchedule(base.engine_id).scheduled:
             return self.engine_batch(base, r_lb)
@@ -194,6 +200,8 @@ class _Search:
                         return True  # the solver's memory check and capacity disagree: stop here
                     break
                 fresh = False
+                if K == 1:
+                    self.note_bounds(base, point, r_lb)
                 if self.record(point) or (K == 1 and self.cannot_beat(base, point, r_lb)):
                     return True
                 K += 1
@@ -229,6 +237,25 @@ class _Search:
             fits = True
             self.record(point)
         return fits
+    def note_bounds(self, base: CostTables, point: Point, r_lb: float) -> None:
+        """Batch B's lower bounds on TPOT and TTFT over every split: TPOT >= max(w*, R_lb) at
+        K = 1 (more K only adds), TTFT >= Σ_l min_g prefill cost (serving.rescue tightens both)."""
+        ttft = math.inf if base.prefill_cost is None else float(np.sum(base.prefill_cost.min(axis=0)))
+        self.room[base.batch] = [max(point.w_lb, r_lb), ttft]
+
+    @property
+    def limits_open(self) -> bool:
+        """Some least-w_max batch whose bounds do not rule the limits out: then "nothing met the
+        limits" is not proven (those solves do not see the limits)."""
+        tpot, ttft = self.limits.tpot_s, self.limits.ttft_s
+        return any((tpot is None or a <= tpot * (1 + RTOL)) and (ttft is None or b <= ttft * (1 + RTOL))
+                   for a, b in self.room.values())
+
+    def closest(self, s: Serving) -> None:
+        if self.fastest is None or s.tpot_s < self.fastest[0]:
+            self.fastest = (s.tpot_s, s)
+        if s.ttft_s is not None and (self.quickest is None or s.ttft_s < self.quickest[0]):
+            self.quickest = (s.ttft_s, s)
 
     def cannot_beat(self, base: CostTables, point: Point, r_lb: float) -> bool:
         """`prune` (module doc): no K at this batch beats the best so far; its bound is kept."""

@@ -4,12 +4,22 @@
     subject to  KV of K·B sequences at the context fits on every stage (capacity.py),
                 P <= TPOT limit, TTFT <= TTFT limit, B <= max batch.
 
-An outer search over (B, K) around the existing solvers (`partitioner.solvers.solve`). For each
-B the cost tables are rebuilt (`tables_at(B)`: the roofline depends on B, profiles interpolate
-their batch tables) and for each K the memory of every layer is its weights plus the KV of K·B
-sequences. The inner problem is the "throughput" objective with M = K: the exact solvers return
-the split with the least w_max (tau_max async, sigma_max blocking) and, among those, the least
-Στ + Σd, under that memory.
+An outer search over (B, K). For each B the cost tables are rebuilt (`tables_at(B)`: the
+roofline depends on B, profiles interpolate their batch tables) and for each K the memory of
+every layer is its weights plus the KV of K·B sequences. The inner problem at (B, K) is the
+least P within the limits (the only split no other at that (B, K) dominates):
+- exact (`--solver auto` or `brute`, at most splits.MAX_SPLITS splits per batch: 2 GPUs
+  always, 3 up to 258 layers, 4 up to 37, 5 up to 15): every split, every device subset included, is
+  scored at once (splits.py, exhaustive.py), so the TPOT and TTFT limits and the round trip
+  are inside the inner problem, blocking included (its closed-loop σ with d_ret), each point is
+  proven, and the frontier is every non-dominated (tokens/s, TPOT) plan of the grid;
+- otherwise the "throughput" objective with M = K: the exact solvers return the split with the
+  least w_max (tau_max async, open-loop sigma_max blocking) and, among those, the least Στ + Σd,
+  under that memory; the limits are checked on the plans found, bounds and tightening
+  (partitioner.serving.run) report the gap, and when no plan found meets a limit that the
+  bounds do not rule out the search says "not proven" (SolverError), never "infeasible".
+Status (points.SearchResult): OPTIMAL exactly when no bound exceeds the best, TIME_LIMIT when
+the grid was cut, else FEASIBLE with the gap.
 
 Why this grid is enough:
 - B. Every B from 1 up to 64, then powers of two, plus the largest B for which any split fits
@@ -19,8 +29,9 @@ Why this grid is enough:
   fits, which the grid holds; a TPOT or TTFT limit that binds between two grid points above 64
   costs at most their ratio (2). Profiles with batch tables: every B inside the tables' common
   range (same rule); scalar profiles: only the profile's own batch (its costs hold only there).
-- K, exactness per point and pruning: partitioner.serving.run (the K loop, the bounds and the
-  Lagrangian tightening, and the pruning of batches that cannot beat the best).
+- K: points.in_flight_points (exact inner problem); partitioner.serving.run (the K loop, the
+  bounds and the Lagrangian tightening, and the pruning of batches that cannot beat the best)
+  otherwise.
 """
 
 from __future__ import annotations
@@ -30,8 +41,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from partitioner.errors import InfeasibleError, InputError, PartitionerError
-from partitioner.problem import CostTables
+from partitioner.errors import InfeasibleError, InputError, PartitionerError, SolverError
+from partitioner.problem import RTOL, CostTables
 from partitioner.serving.points import (
     Limits,
     Point,
@@ -42,6 +53,7 @@ from partitioner.serving.points import (
     with_in_flight,
 )
 from partitioner.serving.run import Rule, _d_ret_lb, _Search
+from partitioner.serving.splits import MAX_SPLITS
 
 __all__ = ["Limits", "Point", "SearchResult", "batch_grid", "with_in_flight", "search", "pareto", "MAX_BATCH"]
 
@@ -53,24 +65,53 @@ def fmt_time(seconds: float) -> str:
 
 
 def _no_point(run: _Search, limits: Limits) -> PartitionerError:
+    """Why no point was kept: InfeasibleError only when proven (every split was scored, the
+    bounds rule the limits out, or a baseline's own split never meets them), else SolverError
+    (the search was cut, or its least-w_max solves could not see a split that meets a limit)."""
     if run.points == 0 and run.timed_out():
-        return InfeasibleError("the time limit ran out before any batch and in-flight count was searched")
-    if run.points == 0:
+        return SolverError("the time limit ran out before any batch and in-flight count was searched (not proven infeasible)")
+    if run.points == 0 and not run.limits_open:
         from partitioner.problem import explain_infeasible
 
         first = run.tables_at(run.first_batch)
         return InfeasibleError(f"not even {first.batch} sequence(s) fit: " + explain_infeasible(with_in_flight(first, 1)))
-    if limits.tpot_s is not None and run.fastest is not None and run.fastest[0] > limits.tpot_s:
-        t, s = run.fastest
+    fastest, quickest = run.fastest, run.quickest
+    tpot, ttft = limits.tpot_s, limits.ttft_s
+    least_w = run.exact and not run.enumerated  # the least-w_max route: blind to the limits
+    if (least_w and run.limits_open) or run.timed_out():
+        return SolverError(
+            "no plan found that meets " + " and ".join(
+                f"the {n} limit {fmt_time(v)}" for n, v in (("TPOT", tpot), ("TTFT", ttft)) if v is not None)
+            + ", not proven infeasible: " + ("the time limit ran out" if run.timed_out() else
+                                             "the limits are checked after each least-bottleneck solve; every "
+                                             f"split is scored only with --solver auto or brute and up to "
+                                             f"{MAX_SPLITS:,} splits"))
+    if least_w and run.room:  # its bounds proved it
+        floors = [min(r[k] for r in run.room.values()) for k in (0, 1)]
+        for name, limit, floor, what in (("TPOT", tpot, floors[0], "period"), ("TTFT", ttft, floors[1], "prefill")):
+            if limit is not None and floor > limit * (1 + RTOL):
+                return InfeasibleError(
+                    f"no (batch, in_flight) meets the {name} limit {fmt_time(limit)}: every plan takes at least "
+                    f"{fmt_time(floor)} (least {what} bound over the batches searched)")
         return InfeasibleError(
-            f"no (batch, in_flight) meets the TPOT limit {fmt_time(limits.tpot_s)}: the fastest is "
-            f"{fmt_time(t)} (batch {s.batch}, in_flight {s.in_flight}), {fmt_time(t - limits.tpot_s)} over")
-    if limits.ttft_s is not None and run.quickest is None:
+            f"no batch's bounds meet the TPOT limit {fmt_time(tpot or 0.0)} and the TTFT limit "
+            f"{fmt_time(ttft or 0.0)} together (least bounds: TPOT {fmt_time(floors[0])}, TTFT {fmt_time(floors[1])})")
+    if tpot is not None and fastest is not None and fastest[0] > tpot * (1 + RTOL):
+        t, s = fastest
+        return InfeasibleError(
+            f"no (batch, in_flight) meets the TPOT limit {fmt_time(tpot)}: the fastest is "
+            f"{fmt_time(t)} (batch {s.batch}, in_flight {s.in_flight}), {fmt_time(t - tpot)} over")
+    if ttft is not None and quickest is None:
         return InfeasibleError("a TTFT limit was given but this model has no prefill costs (prefill_cost)")
-    t, s = run.quickest if run.quickest is not None else (math.inf, None)  # type: ignore[assignment]
+    if ttft is not None and quickest is not None and quickest[0] > ttft * (1 + RTOL):
+        t, s = quickest
+        return InfeasibleError(
+            f"no (batch, in_flight) meets the TTFT limit {fmt_time(ttft)}: the quickest prompt "
+            f"takes {fmt_time(t)} (batch {s.batch}), {fmt_time(t - ttft)} over")
     return InfeasibleError(
-        f"no (batch, in_flight) meets the TTFT limit {fmt_time(limits.ttft_s or 0.0)}: the quickest prompt "
-        f"takes {fmt_time(t)} (batch {s.batch if s else '?'}), {fmt_time(t - (limits.ttft_s or 0.0))} over")
+        f"no split meets the TPOT limit {fmt_time(tpot or 0.0)} and the TTFT limit {fmt_time(ttft or 0.0)} together: "
+        f"each alone can be met (fastest TPOT {fmt_time(fastest[0] if fastest else math.inf)}, quickest TTFT "
+        f"{fmt_time(quickest[0] if quickest else math.inf)})")
 
 
 def search(
@@ -127,6 +168,10 @@ def search(
             raise
         complete = False
         run.deadline = time.monotonic()  # no tightening either: return what we have
+    if not run.ok and run.exact and not run.enumerated and (limits.tpot_s or limits.ttft_s):
+        from partitioner.serving.rescue import rescue
+
+        rescue(run)
     if not run.ok:
         raise _no_point(run, limits)
     run.tighten(_d_ret_lb(run.all[0].problem.tables))
