@@ -3,8 +3,8 @@
     python benchmarks/fleet.py [--workers 2] [--brute-sample 24]
 
 A market of three GPU types with up to 9 cards each in one machine per type (10 x 10 x 10 = 1,000
-fleets) for a small
-4-layer model (tests/fleet_cases.py, batches up to 8 so a plan takes about a tenth of a second):
+fleets) for a small 4-layer model (tests/fleet_cases.py, batches up to 8, so a plan takes about a
+second):
 per target, the branch and bound of partitioner.fleets.search (planned fleets, pruned fleets, wall
 time on the local process pool) against the alternative, a brute force that plans all 1,000,
 whose time is estimated from a sample of fleets planned in this process. Target: <= 60 s on 2 cores.
