@@ -2,8 +2,9 @@
 
     python benchmarks/fleet.py [--workers 2] [--brute-sample 24]
 
-A market of three GPU types with up to 9 cards each (10 x 10 x 10 = 1,000 fleets) for a small
-4-layer model (tests/fleet_cases.py, batches up to 8 so a plan takes about a tenth of a second):
+A market of three GPU types with up to 9 cards each in one machine per type (10 x 10 x 10 = 1,000
+fleets) for a small 4-layer model (tests/fleet_cases.py, batches up to 8, so a plan takes about a
+second):
 per target, the branch and bound of partitioner.fleets.search (planned fleets, pruned fleets, wall
 time on the local process pool) against the alternative, a brute force that plans all 1,000,
 whose time is estimated from a sample of fleets planned in this process. Target: <= 60 s on 2 cores.
@@ -40,19 +41,19 @@ def main() -> None:
     ap.add_argument("--brute-sample", type=int, default=24)
     args = ap.parse_args()
     model = tiny_model()
-    offers = offers_for(MARKET, tier="on_demand", overrides=PRICES, boxes=dict.fromkeys(MARKET, 3))
+    offers = offers_for(MARKET, tier="on_demand", overrides=PRICES, boxes=dict.fromkeys(MARKET, 9))
     fleets = enumerate_fleets(offers, 0)
     sample = random.Random(0).sample(fleets, args.brute_sample)
     t0 = time.perf_counter()
     for x in sample:
         evaluate(Job(model, None, offers, x, "pcie4", "10gbe", max_batch=8))
     per_plan = (time.perf_counter() - t0) / len(sample)
-    print(f"{len(fleets):,} fleets (3 GPU types x 0-9 cards, boxes of 3); one plan {per_plan:.2f} s in this process, "
+    print(f"{len(fleets):,} fleets (3 GPU types x 0-9 cards, one machine per type); one plan {per_plan:.2f} s in this process, "
           f"so a brute force takes about {per_plan * len(fleets):,.0f} s on one core")
     print(f"{'target':<38} {'answer':<34} {'planned':>8} {'pruned':>7} {'wall s':>7}  target 60 s")
     for name, target in TARGETS:
         t0 = time.perf_counter()
-        r = fleet(model, market=MARKET, prices=PRICES, boxes=dict.fromkeys(MARKET, 3), max_batch=8,
+        r = fleet(model, market=MARKET, prices=PRICES, boxes=dict.fromkeys(MARKET, 9), max_batch=8,
                   workers=args.workers, max_evaluations=1000, **target)
         wall = time.perf_counter() - t0
         o = r.outcome

@@ -79,7 +79,7 @@ def test_fleet_equals_brute_force_over_fleets_times_planner(seed):
 def test_bound_is_never_below_the_planner(seed):
     case = random_case(seed)
     offers, pts, _ = _brute(case)
-    bound = FleetBound(MODEL, None, offers, "pcie4", "10gbe", None, "auto", MAX_BATCH, case["tpot_ms"], None)
+    bound = FleetBound(MODEL, None, offers, "pcie4", "10gbe", None, "off", MAX_BATCH, case["tpot_ms"], None)
     for x, p in pts.items():
         rate, _ = bound(x)
         assert rate >= p.tokens_per_s * (1 - 1e-9), (x, rate, p.tokens_per_s)

@@ -161,8 +161,11 @@ def fleet(model: Any, *, target: Target | dict[str, Any] | None = None, tokens_p
     offers = offers_for(market or {}, tier=tier, overrides=overrides, boxes=boxes)
     own_usd = _own_cost(own, overrides)
     fleets = enumerate_fleets(offers, 0 if own is None else len(own.devices))
-    bound = FleetBound(model, own, offers, box_link, link, engine, "off" if tp == "off" else "auto", max_batch,
-                       tpot_ms, ttft_ms)
+    # the planner's TP mode (partitioner.deploy.plan: None is "auto" when cluster.yaml has tp:, else "off");
+    # the bound takes every TP group ("auto") unless TP is off
+    effective_tp = tp or ("auto" if own is not None and own.tp is not None else "off")
+    bound = FleetBound(model, own, offers, box_link, link, engine, "off" if effective_tp == "off" else "auto",
+                       max_batch, tpot_ms, ttft_ms)
 
     def job(x: tuple[int, ...]) -> Job:
         return Job(model, own, offers, x, box_link, link, engine, tp, tpot_ms, ttft_ms, max_batch, plan_time_limit_s)

@@ -6,8 +6,12 @@ devices (r_g: device g's best decoder layers per second at B, over the TP groups
 every deployment on devices D decodes at most Σ_{g∈D} fr_g with fr_g = max_B B·r_g / L_dec. The
 bound is additive over devices, and fr_g depends only on g's GPU and the cards of its node (its TP
 groups), so a fleet's bound is the owned cluster's plus one term per added box shape, each computed
-once. It is at least the planner's answer on every fleet, which makes the branch and bound of
-partitioner.fleets.search exact with respect to the planner. A fleet whose usable memory is below
+once. Without TP groups a replica also decodes at most B / τ_head, τ_head the least cost of the
+LM-head layer (with the per-token fixed cost it carries) over every GPU type on offer, so no
+device adds more than c = max_B B / τ_head: min(fr_g, c) per device (Σ_r min(Σ_{g∈r} fr_g, c) ≤
+Σ_g min(fr_g, c)), which keeps the bound additive and tight for small models, where the fixed
+cost per token binds. It is at least the planner's answer on every fleet, which makes the branch
+and bound of partitioner.fleets.search exact with respect to the planner. A fleet whose usable memory is below
 the model's weights cannot hold it (`holds`).
 """
 
@@ -38,26 +42,59 @@ class FleetBound:
     ttft_ms: float | None
     _boxes: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
     _own: tuple[float, float] | None = None
+    _cap: float | None = None
     need_gb: float = 0.0
 
-    def _rates(self, cluster: Any) -> tuple[float, float]:
-        """(Σ fr_g, Σ usable GB) over the devices of `cluster`; sets need_gb, the weights."""
+    def _grid(self) -> tuple[list[int], bool]:
+        """The serve objective's batch grid (as partitioner.deploy.serve.serve_inputs builds it), and
+        whether it is the roofline's (monotone)."""
         from partitioner.api import serve_limits
-        from partitioner.costs import build_tables
-        from partitioner.deploy.bound_inputs import for_serve
         from partitioner.serving.search import MAX_BATCH, batch_grid
 
         _, batches = serve_limits(self.model, self.tpot_ms, self.ttft_ms, self.max_batch)
         cap = min(self.max_batch or MAX_BATCH, MAX_BATCH)
-        grid = [b for b in (batch_grid(cap) if batches is None else batches) if b <= cap]
+        return [b for b in (batch_grid(cap) if batches is None else batches) if b <= cap], batches is None
+
+    def cap(self) -> float:
+        """c of the module doc (tokens/s one replica can reach at most); inf with TP groups."""
+        if self._cap is None:
+            self._cap = float("inf") if self.tp != "off" else self._head_cap()
+        return self._cap
+
+    def _head_cap(self) -> float:
+        from partitioner.costs import build_tables
+        from partitioner.models.cluster import ClusterSpec
+
+        gpus = {o.gpu: o.gpu for o in self.offers}
+        devices = [{"name": f"probe-{i}", "gpu": g, "node": f"probe-{i}"} for i, g in enumerate(gpus)]
+        if self.own is not None:
+            devices += [d.model_dump(by_alias=True, exclude_none=True) for d in self.own.devices]
+        probe = ClusterSpec.model_validate({"name": "probe", "devices": devices,
+                                           **({} if self.own is None else {"reserve_gb": self.own.reserve_gb})})
+        grid, _ = self._grid()
+        best = 0.0
+        for B in grid:
+            t = build_tables(self.model.with_batch(B, 1), probe, engine=self.engine)
+            head = [i for i, k in enumerate(t.kinds) if k == "head"] or [t.L - 1]
+            best = max(best, B / float(t.cost[:, head[-1]].min()))
+        return best
+
+    def _rates(self, cluster: Any) -> tuple[float, float]:
+        """(Σ fr_g, Σ usable GB) over the devices of `cluster`; sets need_gb, the weights."""
+        import numpy as np
+
+        from partitioner.costs import build_tables
+        from partitioner.deploy.bound_inputs import for_serve
+
+        grid, monotone = self._grid()
 
         def tables_at(B: int) -> Any:
             return build_tables(self.model.with_batch(B, 1), cluster, engine=self.engine)
 
         first = tables_at(grid[0])
         self.need_gb = float(first.weight_gb.sum()) - first.tied_gb if first.weight_gb is not None else 0.0
-        bound = for_serve(self.model, cluster, tables_at, grid, self.tp, self.engine, monotone=batches is None)
-        return float(bound.fr.sum()), float(first.capacity_gb.sum())
+        bound = for_serve(self.model, cluster, tables_at, grid, self.tp, self.engine, monotone=monotone)
+        return float(np.minimum(bound.fr, self.cap()).sum()), float(first.capacity_gb.sum())
 
     def _box(self, i: int, cards: int) -> tuple[float, float]:
         key = (i, cards)
