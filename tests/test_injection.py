@@ -108,7 +108,7 @@ def test_shell_metacharacters_in_names_stay_one_argument(target: str, tmp_path: 
 def test_control_characters_past_validation_are_escaped_in_comments(target: str, tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Defence in depth: with plan.json's name check switched off, a newline still cannot end a comment."""
-    import partitioner.export.load as load
+    from partitioner.export import load
 
     monkeypatch.setattr(load, "_text", lambda value: value)
     monkeypatch.setattr(load, "_host", lambda value: value)

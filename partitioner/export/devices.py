@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from partitioner.errors import InputError
-from partitioner.export.view import PlanView, decoder_ranges, node_runs
 from partitioner.export.shell import comment
+from partitioner.export.view import PlanView, decoder_ranges, node_runs
 
 __all__ = ["cuda_ordinals", "rank_comments", "single_node", "interleaved_nodes", "visible_devices", "group_ordinals",
            "rank_devices"]
