@@ -52,10 +52,10 @@ def score(
     t = problem.tables
     n_dec = sum(1 for k in t.kinds if k == "decoder")
     if layout_file is not None:
-        import yaml
+        from partitioner.models.loader import read_yaml
 
-        with open(layout_file, encoding="utf-8") as f:
-            names, counts = imports.layout_stages(yaml.safe_load(f), layout_file)
+        doc, _ = read_yaml(layout_file)  # the safe reader: regular files only, bounded, one-line errors
+        names, counts = imports.layout_stages(doc, layout_file)
         if sum(counts) != n_dec:
             raise InputError(f"{layout_file}: the stages cover {sum(counts)} decoder layers, the model has {n_dec}")
     elif split is not None and devices is not None:

@@ -191,10 +191,23 @@ def _read_json(p: Path) -> Any:
     from partitioner.userfiles import read_user_text
 
     text = read_user_text(p)  # regular files only, bounded size, one-line error for binary/UTF-16
+    return _parse_json(text, str(p))
+
+
+def _parse_json(text: str, file: str) -> Any:
+    """JSON with the user-file limits (partitioner.jsonio.loads_user: nesting, integer digits)."""
+    from partitioner.jsonio import loads_user
+
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno) from None
+        raise ConfigError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from None
+    except (ValueError, RecursionError):
+        return loads_user(text, file)  # names the limit the document broke
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def load_export_input(path: str | Path) -> Any:
@@ -215,8 +228,4 @@ def load_plan(path: str | Path) -> PlanView:
 
     p = Path(path)
     text = read_user_text(p)  # regular files only, bounded size, one-line error for binary/UTF-16
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno) from None
-    return parse_plan(data, file=str(p))
+    return parse_plan(_parse_json(text, str(p)), file=str(p))
