@@ -231,8 +231,15 @@ def load_inputs(model: Any, cluster: Any) -> tuple[Any, Any]:
 
     if isinstance(model, (str, Path)):
         model = load_model(model)
+    shown = str(cluster) if isinstance(cluster, (str, Path)) else None
     if isinstance(cluster, (str, Path)):
         cluster = load_cluster(cluster)
+    arch = getattr(model, "arch", None)
+    problem = cluster.tp_problem(arch.num_attention_heads) if arch is not None and hasattr(cluster, "tp_problem") else None
+    if problem is not None:  # tp degrees are checked against the model once both are loaded
+        from partitioner.errors import ConfigError
+
+        raise ConfigError(problem[1], file=shown, location=".".join(problem[0]))
     return model, cluster
 
 

@@ -75,6 +75,7 @@ class CostTables:
     context           KV positions held per sequence; batch B, in_flight K of the workload
     prefill_cost[g, l], prefill_cut_bytes[l]  one prompt of `prompt_tokens` tokens (TTFT)
     return_bytes      bytes of one micro-batch's sampled tokens sent back to stage 0
+    gpus_per_row[g]   GPUs row g stands for (a tensor-parallel group's size); () = 1 each
     """
 
     cost: np.ndarray
@@ -100,6 +101,11 @@ class CostTables:
     prefill_cut_bytes: np.ndarray | None = None
     prompt_tokens: int = 0
     return_bytes: float = 0.0
+    gpus_per_row: tuple[int, ...] = ()
+
+    def gpus(self, rows: tuple[int, ...]) -> int:
+        """GPUs the rows `rows` stand for (group sizes; one each without groups)."""
+        return sum(self.gpus_per_row[g] for g in rows) if self.gpus_per_row else len(rows)
 
     def __post_init__(self) -> None:
         G, L = np.shape(self.cost)

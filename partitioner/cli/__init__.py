@@ -35,6 +35,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("partitioner.cli.schema", "Print the JSON Schema of model, cluster or plan files."),
 }
 
+#: Options that name a file or folder to write: an empty value is refused before anything runs.
+OUTPUT_OPTIONS = frozenset({"--out", "--md", "--html", "--write-cluster", "--write-profile", "--write-scripts"})
+
 
 class LazyCommands(click.Group):
     """A group whose commands are imported only when invoked: `table` maps each command name to
@@ -68,6 +71,10 @@ class LazyGroup(LazyCommands):
             if flag in args:
                 args = [a for a in args if a != flag]
                 ctx.meta[f"partitioner.{flag[2:]}"] = True
+        for i, arg in enumerate(args):  # `--out ''` would otherwise mean "no --out": silently nothing
+            name, eq, value = arg.partition("=")
+            if name in OUTPUT_OPTIONS and ((eq and not value.strip()) or (not eq and i + 1 < len(args) and not args[i + 1].strip())):
+                _fail(ctx, f"{name}: the path is empty; give a file name (or - for standard output where it is allowed)", 2)
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:  # `partition --bogus`: one line, as inside a command

@@ -228,4 +228,5 @@ def group_tables(model: Any, cluster: Any, groups: list[Group], base: CostTables
         device_names=tuple(name for name, _ in labels),
         gpu_names=tuple(gpu for _, gpu in labels),
         node_names=tuple(gr.node for gr in groups),
+        gpus_per_row=tuple(len(gr.members) for gr in groups),
     )

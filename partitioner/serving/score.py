@@ -140,5 +140,5 @@ def serving_of(
         capacity_stage=cap.stage, decode_bound=bound,
         round_trip_s=math.fsum([*m.tau.tolist(), *m.d.tolist(), ret]), d_ret_s=ret,
         crossover_in_flight=decode_crossover(m.tau, m.d, ret, regime=regime),
-        ttft_chunked_s=chunked, prefill_chunks=C, gpus=len(devices),
+        ttft_chunked_s=chunked, prefill_chunks=C, gpus=t.gpus(devices),
     )
