@@ -82,6 +82,9 @@ def solve(
         seed = _seed(problem, hint, use_dp, budget)
         model, v = cpmodel.build(problem, ticks)
     except (KeyboardInterrupt, TimeUp) as exc:
+        # stopped in the DP seed or the model build: the best plan so far keeps a valid bound even
+        # when the stop came before any phase recorded one (the cheap bound, no LP: quick after Ctrl-C)
+        budget.bound(_quick_bound(problem))
         found = budget.best_solution("INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "TIME_LIMIT")
         if found is None:
             raise
@@ -191,6 +194,16 @@ def _static_bound(problem: Problem) -> float:
         from partitioner.solvers.bounds import lower_bound
 
         return float(lower_bound(problem))
+    except PartitionerError:
+        return 0.0
+
+
+def _quick_bound(problem: Problem) -> float:
+    """bounds.lower_bound without its LP (memory floor, makespan bound); 0 if it cannot be computed."""
+    try:
+        from partitioner.solvers.bounds import lower_bound
+
+        return float(lower_bound(problem, lp=False))
     except PartitionerError:
         return 0.0
 
