@@ -316,6 +316,28 @@ def lex_compare(a: tuple[float, ...], b: tuple[float, ...], rtol: float = RTOL) 
     return 0
 
 
+def _split(tables: CostTables, need: float, have: float) -> str:
+    """`` (weights W GB + KV cache K GB) but ...; nearest fix: ...``: what to change first. The
+    KV cache scales with batch x in_flight, so the largest batch whose KV fits beside the weights
+    is named; weights alone too large: quantize (int4 is about a quarter of bf16) or add GPUs."""
+    tail = f" but the cluster has {have:.2f} GB usable in all"
+    if tables.weight_gb is None or tables.kv_bytes_per_token is None:
+        return tail
+    weights = float(tables.weight_gb.sum()) - (tables.tied_gb if tables.L > 1 else 0.0)
+    kv = max(need - weights, 0.0)
+    seqs = tables.batch * tables.in_flight
+    per_seq = kv / seqs if seqs else 0.0
+    out = f" (weights {weights:.2f} GB + KV cache {kv:.2f} GB for {seqs} sequence{'s' if seqs != 1 else ''})" + tail
+    if weights < have and per_seq > 0:
+        fit = int((have - weights) // per_seq)
+        if fit >= 1:
+            return out + (f"; nearest fix: at most {fit} sequences in flight fit beside the weights (a smaller "
+                          "`batch:`), or a smaller `context:`, or `kv_cache: fp8`")
+        return out + "; nearest fix: a smaller `context:` (not one sequence's KV cache fits beside the weights)"
+    return out + ("; nearest fix: quantized weights (`weights: int4` needs about a quarter of bf16), or more GPUs "
+                  f"(short by {weights - have:.2f} GB for the weights alone)")
+
+
 def explain_infeasible(tables: CostTables) -> str:
     """One line saying what the model needs and what the cluster offers (for exit code 3)."""
     need = float(tables.memory_gb.sum()) - (tables.tied_gb if tables.L > 1 else 0.0)
@@ -326,9 +348,11 @@ def explain_infeasible(tables: CostTables) -> str:
         return (
             f"layer {tables.layer_names[worst]!r} needs {tables.memory_gb[worst]:.2f} GB but the largest "
             f"device {tables.device_names[biggest]!r} has {tables.capacity_gb[biggest]:.2f} GB usable"
+            "; nearest fix: --tp auto (tensor parallelism splits a layer over the GPUs of a node), or "
+            "quantized weights (model.yaml `weights: int4`)"
         )
     if need > have:
-        return f"the model needs {need:.2f} GB but the cluster has {have:.2f} GB usable in all"
+        return f"the model needs {need:.2f} GB{_split(tables, need, have)}"
     return (
         f"no split of the model ({need:.2f} GB) into contiguous stages fits the devices "
         f"({have:.2f} GB usable in all; layers cannot be divided)"

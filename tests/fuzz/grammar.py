@@ -251,5 +251,5 @@ SENSIBLE = {
     "template": ("llama-3.2-1b",), "device_id": ("g0=0", "g1=1"), "rpc_endpoint": ("g1=h:5000",),
     "without": ("g1",), "with_": ("rtx-3090@n0",), "link": ("g0:g1=0.05,100",), "regime": ("blocking", "async"),
     "phase": ("prefill", "decode"), "label": ("rtx-3090",), "batch_text": ("1",), "tokens_text": ("128",),
-    "pareto_max_M": ("4",), "time_limit": ("5",), "plan_M": ("8",), "batch": ("1",), "tokens": ("128",),
+    "pareto_max_M": ("4",), "time_limit": ("1",), "plan_M": ("8",), "batch": ("1",), "tokens": ("128",),
 }
