@@ -69,3 +69,14 @@ def test_weights_too_large_suggest_int4_or_more_gpus(tmp_path: Path) -> None:
     code, err = _plan(tmp_path, "preset: llama-3.1-70b\nworkload: {batch: 1, context: 4096}\n", L4X4)
     assert code == 3 and "weights 141.11 GB + KV cache 1.34 GB for 1 sequence)" in err
     assert "nearest fix: quantized weights (`weights: int4`" in err and "short by 49.11 GB" in err
+
+
+def test_score_verdict_follows_the_numbers_not_the_label() -> None:
+    from partitioner.cli.score import _ratio_line
+
+    # yours decodes faster: the verdict says so (it said "the optimal plan's throughput is 2.39x yours")
+    assert _ratio_line("decode tokens/s", 239.0, 100.0, higher_is_better=True) == "decode tokens/s: yours is 2.39x higher"
+    assert _ratio_line("decode tokens/s", 100.0, 131.0, higher_is_better=True) == \
+        "decode tokens/s: the optimal plan is 1.31x higher"
+    assert _ratio_line("TPOT", 0.05, 0.1, higher_is_better=False) == "TPOT: yours is 2.00x faster"
+    assert _ratio_line("TPOT", 0.1004, 0.1, higher_is_better=False) == "TPOT: the same within 1 %"
