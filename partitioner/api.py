@@ -227,6 +227,11 @@ def wants_deployment(replicas: int | str, tp: str | None, cluster: Any) -> bool:
 
 def load_inputs(model: Any, cluster: Any) -> tuple[Any, Any]:
     """Load model and cluster when given as paths (objects pass through)."""
+    from partitioner.userfiles import require_regular_file
+
+    for given in (model, cluster):  # a missing or special file fails before pydantic is imported (~0.5 s)
+        if isinstance(given, (str, Path)):
+            require_regular_file(given)
     from partitioner.models import load_cluster, load_model
 
     if isinstance(model, (str, Path)):
