@@ -123,5 +123,8 @@ def render_deployment(d: Any) -> None:
     if d.optimal:
         console.print(f"proven optimal over node kinds ({d.subproblems} replica solves)")
     else:
-        console.print(f"not proven: upper bound {d.upper_bound_tokens_per_s:.4g} tokens/s, gap {d.gap:.1%} "
-                      f"({d.subproblems} replica solves{', ' + d.stopped if d.stopped else ''})")
+        import math
+
+        bound = (f"upper bound {d.upper_bound_tokens_per_s:.4g} tokens/s, gap {d.gap:.1%}"
+                 if math.isfinite(d.upper_bound_tokens_per_s) else "no upper bound known")
+        console.print(f"not proven: {bound} ({d.subproblems} replica solves{', ' + d.stopped if d.stopped else ''})")

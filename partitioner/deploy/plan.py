@@ -253,9 +253,24 @@ def plan_deployment(
     split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
                       allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
     left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
-    found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
-                            time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
-                            quick=split.quick, complete=split.complete, seed=serve)
+    try:
+        found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
+                                time_limit_s=left, progress=progress, upper_of=split.upper_of, cluster=cluster,
+                                quick=split.quick, complete=split.complete, seed=serve)
+    except InfeasibleError as exc:
+        if count is not None or "stopped" not in str(exc):
+            raise  # a proof of infeasibility, or a fixed replica count: not a budget that ran out
+        stopped = "time_limit"
+        # the limit (or Ctrl-C) stopped the search before any replica was solved: that proves nothing,
+        # so the answer is one pipeline over every device, not proven, never "cannot hold the model"
+        one = (serve_value if serve else value)(list(range(len(cluster.devices))))
+        used1 = {name for st in one.stages for name in (st.members or (st.device,))}
+        return Deployment(
+            replicas=(one,), unused=tuple(d.name for d in cluster.devices if d.name not in used1), optimal=False,
+            upper_bound_tokens_per_s=math.inf, wall_time_s=0.0, subproblems=1, stopped=stopped,
+            notes=(*head, *one.notes, f"search stopped ({stopped}) before any replica was solved: one pipeline over "
+                   "every device, not proven (a longer --time-limit searches replica splits)"),
+        )
     plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)
