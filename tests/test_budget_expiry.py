@@ -33,3 +33,34 @@ def test_a_real_infeasibility_is_still_exit_3(tmp_path: Path) -> None:
     small.write_text("devices:\n  - {name: a, gpu: t4, node: n0}\n  - {name: b, gpu: t4, node: n1}\n")
     res = CliRunner().invoke(main, ["plan", str(MODEL), str(small), "--replicas", "auto", "--time-limit", "0.001"])
     assert res.exit_code == 3, res.stderr
+
+
+@pytest.mark.parametrize("objective", ["balanced", "serve"])
+def test_ctrl_c_caught_inside_a_replica_solve_stops_the_whole_search(objective: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sub-solve turns Ctrl-C into its plan so far (it may even be proven); the replica search
+    must stop there with the best deployment so far, not run on and report "optimal". The SIGINT
+    is simulated where the CLI's handler counts it (partitioner.interrupts), at the 3rd solve."""
+    from partitioner import interrupts, solvers
+
+    real = solvers.solve
+    calls = [0]
+
+    def solve_then_sigint(problem, name="auto", *a, **k):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        found = real(problem, name, *a, **k)
+        if calls[0] == 3:
+            interrupts._seen[0] += 1  # what count_sigints' handler does on Ctrl-C
+        return found
+
+    monkeypatch.setattr(solvers, "solve", solve_then_sigint)
+    res = CliRunner().invoke(main, ["plan", str(REPO / "examples/models/llama-3.1-8b.yaml"),
+                                    str(REPO / "examples/clusters/l4x8.yaml"), "--objective", objective,
+                                    "--replicas", "auto", "--json"])
+    assert calls[0] <= 4  # nothing but the solve in progress ran after the interrupt
+    if res.exit_code == 130:  # stopped before a whole replica was solved: one line, no second solve
+        assert [ln for ln in res.stderr.splitlines() if ln.strip()] == ["error: interrupted (Ctrl-C) before a plan was found"]
+        return
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["stopped"] == "interrupted" and doc["optimal"] is False

@@ -6,7 +6,8 @@ Errors: every `PartitionerError` and every click usage error (unknown option, ba
 becomes one line on stderr and its exit code (2 bad input, 3 infeasible, 4 solver failure); a
 library exception that hostile input can still cause (RecursionError, OverflowError, a decoding
 error, numpy's LinAlgError, ...) is first mapped to one by `partitioner.errors.translate`; any
-other exception is a bug and is reported as one line too, with exit code 1. `--debug` (anywhere
+other exception is a bug and is reported as one line too, with exit code 1. Ctrl-C that reaches
+the boundary (the solvers return their best plan so far when they have one) is one line, exit 130. `--debug` (anywhere
 on the line) shows the traceback instead. `--force` (anywhere on the line) lets a command replace
 an output file that was hand-edited since partitioner wrote it (partitioner.cli._output).
 """
@@ -87,6 +88,9 @@ class LazyGroup(LazyCommands):
         from partitioner.errors import PartitionerError
 
         debug = ctx.meta.get("partitioner.debug") or os.environ.get("PARTITIONER_DEBUG") == "1"
+        from partitioner.interrupts import count_sigints
+
+        restore = count_sigints()  # so loops over many solves stop on Ctrl-C (partitioner.interrupts)
         try:
             return self._transaction(ctx)
         except PartitionerError as exc:
@@ -105,6 +109,10 @@ class LazyGroup(LazyCommands):
             _fail(ctx, f"{where}{exc.strerror or exc}", 2)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except KeyboardInterrupt:  # Ctrl-C before any phase had a plan to return (else it returns it)
+            if debug:
+                raise
+            _fail(ctx, "interrupted (Ctrl-C) before a plan was found", 130)
         except Exception as exc:  # the boundary: map what input can cause, report the rest as a bug
             if debug:
                 raise
@@ -115,6 +123,8 @@ class LazyGroup(LazyCommands):
                 _fail(ctx, str(mapped), mapped.exit_code)
             _fail(ctx, f"internal error ({type(exc).__name__}: {_one_line(exc)}); this is a bug: "
                        "rerun with --debug and report the traceback", 1)
+        finally:
+            restore()
 
     def _transaction(self, ctx: click.Context) -> Any:
         """Run the command with its file writes staged: renamed into place if it succeeds, deleted

@@ -214,7 +214,13 @@ def plan_deployment(
         return Problem(t, M=M, regime=regime, objective=objective, order=order_, time_limit_s=left)  # type: ignore[arg-type]
 
     def solve(p: Problem) -> Any:
-        return solvers.solve(p, solver)
+        from partitioner import interrupts
+
+        mark = interrupts.count()
+        found = solvers.solve(p, solver)
+        if interrupts.since(mark):  # the solve kept its plan; the search must stop too (Ctrl-C)
+            raise KeyboardInterrupt
+        return found
 
     launch = _launch(engine, solver, order_, cluster)
 
@@ -260,6 +266,8 @@ def plan_deployment(
     except InfeasibleError as exc:
         if count is not None or "stopped" not in str(exc):
             raise  # a proof of infeasibility, or a fixed replica count: not a budget that ran out
+        if "interrupted" in str(exc):
+            raise KeyboardInterrupt from None  # Ctrl-C before any replica: no second solve, the CLI says so
         stopped = "time_limit"
         # the limit (or Ctrl-C) stopped the search before any replica was solved: that proves nothing,
         # so the answer is one pipeline over every device, not proven, never "cannot hold the model"

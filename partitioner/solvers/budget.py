@@ -24,6 +24,7 @@ ProgressFn = Callable[[float, float, float], None]
 #: The clock every Budget reads (seconds); tests replace it with a counting fake, so time-limit
 #: behaviour is tested by the checks a solve makes rather than by the wall time of a loaded box.
 clock: Callable[[], float] = time.perf_counter
+
 QUIET_S = 1.0  # solves shorter than this print nothing
 SCORED = 16  # plans whose Metrics `Budget.score` keeps (the phases of one solve re-score a few plans)
 
