@@ -59,8 +59,44 @@ def test_ctrl_c_caught_inside_a_replica_solve_stops_the_whole_search(objective: 
                                     "--replicas", "auto", "--json"])
     assert calls[0] <= 4  # nothing but the solve in progress ran after the interrupt
     if res.exit_code == 130:  # stopped before a whole replica was solved: one line, no second solve
-        assert [ln for ln in res.stderr.splitlines() if ln.strip()] == ["error: interrupted (Ctrl-C) before a plan was found"]
+        assert [ln for ln in res.stderr.splitlines() if ln.strip()] == ["error: interrupted (Ctrl-C) before the command had a result; nothing was written"]
         return
     assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["stopped"] == "interrupted" and doc["optimal"] is False
+
+
+def test_after_ctrl_c_no_new_exact_solve_starts_so_a_report_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`report` runs many solves; the one running at Ctrl-C returns its plan, and no later one
+    starts (partitioner.interrupts.no_new_solve), so the command ends within one solve's check
+    interval (it ran 80 s on after a SIGINT). Simulated at the first exact solve."""
+    from partitioner import interrupts
+    from partitioner.solvers import dp
+
+    real = dp.solve
+    calls = [0]
+
+    def solve_then_sigint(*a, **k):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        found = real(*a, **k)
+        if calls[0] == 1:
+            interrupts._seen[0] += 1  # what count_sigints' handler does on Ctrl-C
+        return found
+
+    monkeypatch.setattr(dp, "solve", solve_then_sigint)
+    res = CliRunner().invoke(main, ["report", str(REPO / "examples/models/llama-3.1-8b.yaml"),
+                                    str(REPO / "examples/clusters/l4x8.yaml"), "--pareto-max-M", "2"])
+    assert res.exit_code == 130 and calls[0] <= 2, (res.exit_code, calls, res.stderr[-300:])
+    assert res.stderr.strip().endswith("error: interrupted (Ctrl-C) before the command had a result; nothing was written")
+
+
+def test_no_new_solve_outside_a_command_is_inert() -> None:
+    from partitioner import interrupts
+
+    interrupts.no_new_solve()  # no handler installed, nothing counted: no effect on the Python API
+    restore = interrupts.count_sigints()
+    interrupts._seen[0] += 1
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.no_new_solve()
+    restore()
+    interrupts.no_new_solve()  # the command ended: inert again

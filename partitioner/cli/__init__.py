@@ -88,9 +88,10 @@ class LazyGroup(LazyCommands):
         from partitioner.errors import PartitionerError
 
         debug = ctx.meta.get("partitioner.debug") or os.environ.get("PARTITIONER_DEBUG") == "1"
-        from partitioner.interrupts import count_sigints
+        from partitioner import interrupts
 
-        restore = count_sigints()  # so loops over many solves stop on Ctrl-C (partitioner.interrupts)
+        restore = interrupts.count_sigints()  # so loops over many solves stop on Ctrl-C (partitioner.interrupts)
+        mark = interrupts.count()
         try:
             return self._transaction(ctx)
         except PartitionerError as exc:
@@ -112,10 +113,12 @@ class LazyGroup(LazyCommands):
         except KeyboardInterrupt:  # Ctrl-C before any phase had a plan to return (else it returns it)
             if debug:
                 raise
-            _fail(ctx, "interrupted (Ctrl-C) before a plan was found", 130)
+            _fail(ctx, "interrupted (Ctrl-C) before the command had a result; nothing was written", 130)
         except Exception as exc:  # the boundary: map what input can cause, report the rest as a bug
             if debug:
                 raise
+            if interrupts.since(mark):  # Ctrl-C inside a C extension's import or call surfaces as its own error
+                _fail(ctx, "interrupted (Ctrl-C) before the command had a result; nothing was written", 130)
             from partitioner.errors import translate
 
             mapped = translate(exc)

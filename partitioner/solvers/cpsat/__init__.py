@@ -74,6 +74,9 @@ def solve(
     InfeasibleError when no plan fits and SolverError when CP-SAT finds no plan in time;
     Ctrl-C returns the best plan so far (status "INTERRUPTED").
     """
+    from partitioner.interrupts import no_new_solve
+
+    no_new_solve()  # after Ctrl-C in this command, no new solve starts
     if budget is None:
         budget = Budget(DEFAULT_TIME_LIMIT_S if problem.time_limit_s is None else problem.time_limit_s, progress)
     clock = time.perf_counter()

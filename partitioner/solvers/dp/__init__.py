@@ -96,6 +96,9 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
     limit (`problem.time_limit_s`, or the caller's `budget`) or on Ctrl-C it returns the best
     plan found so far with optimal=False and its lower bound (SolverError / KeyboardInterrupt
     when there is none yet)."""
+    from partitioner.interrupts import no_new_solve
+
+    no_new_solve()  # after Ctrl-C in this command, no new solve starts
     lattice = _lattice_applies(problem)
     if not lattice and not distinct.applies(problem):
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")
