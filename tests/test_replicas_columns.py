@@ -14,7 +14,7 @@ import partitioner.deploy.replicas as rep
 from partitioner.deploy.columns import _count, count_vectors
 from partitioner.deploy.plan import plan_deployment
 from partitioner.deploy.pricing import _tail
-from partitioner.errors import InfeasibleError, PartitionerError
+from partitioner.errors import PartitionerError
 from partitioner.models.cluster import ClusterSpec
 from partitioner.models.llm import ModelSpec
 
@@ -174,5 +174,6 @@ def test_columns_ctrl_c_and_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     assert d.stopped == "interrupted" and not d.optimal
     assert 0 < d.tokens_per_s <= exact.tokens_per_s * (1 + 1e-9) <= d.upper_bound_tokens_per_s * (1 + 1e-9)
     monkeypatch.setattr(plan_mod, "replica_planner", real)
-    with pytest.raises(InfeasibleError):
-        plan_deployment(model, cluster, replicas="auto", tp="off", time_limit_s=1e-9)
+    # a limit spent before any replica solve proves nothing: one pipeline, not proven (was InfeasibleError)
+    one = plan_deployment(model, cluster, replicas="auto", tp="off", time_limit_s=1e-9)
+    assert len(one.replicas) == 1 and not one.optimal and one.stopped == "time_limit"

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from partitioner.deploy.deployment import UNIFORM_TP_ENGINES, Deployment, tp_notes
+from partitioner.deploy.groups import MIN_SOLVE_S
 from partitioner.deploy.replica_result import with_hooks
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, evaluate, objective_key
@@ -210,7 +211,7 @@ def plan_deployment(
 
     def make(t: CostTables) -> Problem:
         """Each solve gets what is left of the whole command's time limit."""
-        left = None if deadline is None else max(0.05, deadline - time.monotonic())
+        left = None if deadline is None else max(MIN_SOLVE_S, deadline - time.monotonic())
         return Problem(t, M=M, regime=regime, objective=objective, order=order_, time_limit_s=left)  # type: ignore[arg-type]
 
     def solve(p: Problem) -> Any:
