@@ -292,9 +292,10 @@ def run_many(cases: int, seed: int, chosen: list[tuple[tuple[str, ...], click.Co
         import multiprocessing
 
         shares = [(cases * (w + 1)) // workers - (cases * w) // workers for w in range(workers)]
+        paths = None if chosen is None else [p for p, _ in chosen]  # commands do not pickle: names do
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.starmap(_run_share, [(n, seed * workers + w, chosen, until, batch_size)
-                                              for w, n in enumerate(shares)])
+            parts = pool.starmap(_run_share_of, [(n, seed * workers + w, paths, until, batch_size)
+                                                 for w, n in enumerate(shares)])
         out = Run(seed)
         for part in parts:
             for name, n in part.tried.items():
@@ -302,6 +303,12 @@ def run_many(cases: int, seed: int, chosen: list[tuple[tuple[str, ...], click.Co
             out.failures += part.failures
             out.timings += part.timings
         return out
+    return _run_share(cases, seed, chosen, until, batch_size)
+
+
+def _run_share_of(cases: int, seed: int, paths: list[tuple[str, ...]] | None, until: float | None,
+                  batch_size: int) -> Run:
+    chosen = None if paths is None else [(p, c) for p, c in commands() if p in paths]
     return _run_share(cases, seed, chosen, until, batch_size)
 
 
