@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # before benchmarks/, so `fuzz` is the tests package
 
 from fuzz import harness  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import seed as seed_  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 def main() -> int:
@@ -34,6 +29,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--command", action="append", default=None, help="only this command (repeatable), e.g. plan")
     ap.add_argument("--slowest", type=int, default=5)
+    ap.add_argument("--workers", type=int, default=1, help="processes (as in CI's PARTITIONER_FUZZ_WORKERS, for a replay)")
     opts = ap.parse_args()
 
     chosen = [(p, c) for p, c in harness.commands() if opts.command is None or " ".join(p) in opts.command]
@@ -41,38 +37,14 @@ def main() -> int:
         print(f"no such command: {opts.command}", file=sys.stderr)
         return 2
     deadline = None if opts.minutes is None else time.monotonic() + 60 * opts.minutes
-    tried: Counter[str] = Counter()
-    failures: list[tuple[str, list[str], str]] = []
-    timings: list[tuple[float, str]] = []
     start = time.perf_counter()
-
-    def batch(seed: int, examples: int) -> None:
-        @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-                  suppress_health_check=list(HealthCheck))
-        @given(st.sampled_from(chosen).flatmap(lambda pc: harness.cases_for(*pc)))
-        def run(case: harness.Case) -> None:
-            with tempfile.TemporaryDirectory() as where:
-                outcome = harness.run_case(case, Path(where))
-            words = [a for a in case.args if a not in ("--force", "--bogus", "-h", "--")]
-            name = next((" ".join(p) for p, _ in chosen if words[: len(p)] == list(p)), words[0] if words else "")
-            tried[name] += 1
-            timings.append((outcome.seconds, case.describe()[:200]))
-            found = harness.problems(outcome)
-            if found:
-                failures.append((case.describe()[:400], found, outcome.stderr[-300:]))
-
-        seed_(seed)(run)()
-
-    # batches of 200 with consecutive seeds, so --minutes can stop between them
     try:
-        done, k = 0, 0
-        while (deadline is None and done < opts.cases) or (deadline is not None and time.monotonic() < deadline):
-            n = 200 if deadline is not None else min(200, opts.cases - done)
-            batch(opts.seed * 100_003 + k, n)
-            done, k = done + n, k + 1
+        run = harness.run_many(opts.cases, opts.seed, chosen, until=deadline, workers=opts.workers)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        return 130
     total = time.perf_counter() - start
+    tried, failures, timings = run.tried, run.failures, run.timings
 
     print(f"{'command':<22} {'cases':>7}")
     for name, n in sorted(tried.items()):

@@ -23,7 +23,7 @@ MAX_MICROBATCHES    1000000    M of a plan (CP-SAT scales T(M) to 64-bit integer
 Numbers: finite and |x| <= MAX_MAGNITUDE = 1e18, so no sum of user numbers overflows a float;
 in model.yaml, cluster.yaml and on the command line also not subnormal (|x| >= 2.2e-308 unless
 0): ``weights: 1e-320`` is a typo, not a precision. Measured values in CSVs are bounded by what
-they measure (a layer time in [1 ns, 10^6 s]).
+they measure (a layer time in [1 ns, 10^6 s]). A `--time-limit` is in [1 ms, 10^7 s].
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import sys
 
 from partitioner.errors import InputError
 
-__all__ = ["DEFAULTS", "limit", "exceeded", "MAX_MAGNITUDE", "check_magnitude", "magnitude_problem"]
+__all__ = ["DEFAULTS", "limit", "exceeded", "MAX_MAGNITUDE", "MIN_TIME_LIMIT_S", "MAX_TIME_LIMIT_S", "check_magnitude", "magnitude_problem"]
 
 DEFAULTS: dict[str, int] = {
     "MAX_INPUT_BYTES": 128_000_000,
@@ -49,6 +49,10 @@ DEFAULTS: dict[str, int] = {
 
 #: Largest absolute value of a user number; 1e18 s is 3e10 years, 1e18 bytes an exabyte.
 MAX_MAGNITUDE = 1e18
+#: Bounds of a `--time-limit`: below a millisecond no phase can even check its budget, and
+#: 10^7 s (116 days) is beyond any planning run; outside them the value is a typo.
+MIN_TIME_LIMIT_S = 1e-3
+MAX_TIME_LIMIT_S = 1e7
 
 
 def limit(name: str) -> int:

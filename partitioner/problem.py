@@ -81,6 +81,7 @@ class CostTables:
                       llamacpp; then capacity_gb and weight_gb are the engine's view (costs/tables.py)
     phase, request_mix, token_budget, engine_id  the workload's phase and request mix, the
                       engine's tokens per step and its id (serving.score: chunked prefill)
+    gpus_per_row[g]   GPUs row g stands for (a tensor-parallel group's size); () = 1 each
     """
 
     cost: np.ndarray
@@ -111,6 +112,11 @@ class CostTables:
     request_mix: Any = None  # partitioner.analysis.chunked.RequestMix: the workload's input/output tokens
     token_budget: int = 0  # tokens per engine step (chunked prefill; serving.engine_sched)
     engine_id: str = "generic"
+    gpus_per_row: tuple[int, ...] = ()
+
+    def gpus(self, rows: tuple[int, ...]) -> int:
+        """GPUs the rows `rows` stand for (group sizes; one each without groups)."""
+        return sum(self.gpus_per_row[g] for g in rows) if self.gpus_per_row else len(rows)
 
     def __post_init__(self) -> None:
         G, L = np.shape(self.cost)
@@ -332,6 +338,26 @@ def lex_compare(a: tuple[float, ...], b: tuple[float, ...], rtol: float = RTOL) 
 def capped_note(problem: Problem) -> str:
     """"" or the stage cap an infeasible problem was solved under (said after `explain_infeasible`)."""
     return "" if problem.max_stages is None else f"; with at most {problem.max_stages} stage(s)"
+def _split(tables: CostTables, need: float, have: float) -> str:
+    """`` (weights W GB + KV cache K GB) but ...; nearest fix: ...``: what to change first. The
+    KV cache scales with batch x in_flight, so the largest batch whose KV fits beside the weights
+    is named; weights alone too large: quantize (int4 is about a quarter of bf16) or add GPUs."""
+    tail = f" but the cluster has {have:.2f} GB usable in all"
+    if tables.weight_gb is None or tables.kv_bytes_per_token is None:
+        return tail
+    weights = float(tables.weight_gb.sum()) - (tables.tied_gb if tables.L > 1 else 0.0)
+    kv = max(need - weights, 0.0)
+    seqs = tables.batch * tables.in_flight
+    per_seq = kv / seqs if seqs else 0.0
+    out = f" (weights {weights:.2f} GB + KV cache {kv:.2f} GB for {seqs} sequence{'s' if seqs != 1 else ''})" + tail
+    if weights < have and per_seq > 0:
+        fit = int((have - weights) // per_seq)
+        if fit >= 1:
+            return out + (f"; nearest fix: at most {fit} sequences in flight fit beside the weights (a smaller "
+                          "`batch:`), or a smaller `context:`, or `kv_cache: fp8`")
+        return out + "; nearest fix: a smaller `context:` (not one sequence's KV cache fits beside the weights)"
+    return out + ("; nearest fix: quantized weights (`weights: int4` needs about a quarter of bf16), or more GPUs "
+                  f"(short by {weights - have:.2f} GB for the weights alone)")
 
 
 def explain_infeasible(tables: CostTables) -> str:
@@ -344,9 +370,11 @@ def explain_infeasible(tables: CostTables) -> str:
         return (
             f"layer {tables.layer_names[worst]!r} needs {tables.memory_gb[worst]:.2f} GB but the largest "
             f"device {tables.device_names[biggest]!r} has {tables.capacity_gb[biggest]:.2f} GB usable"
+            "; nearest fix: --tp auto (tensor parallelism splits a layer over the GPUs of a node), or "
+            "quantized weights (model.yaml `weights: int4`)"
         )
     if need > have:
-        return f"the model needs {need:.2f} GB but the cluster has {have:.2f} GB usable in all"
+        return f"the model needs {need:.2f} GB{_split(tables, need, have)}"
     return (
         f"no split of the model ({need:.2f} GB) into contiguous stages fits the devices "
         f"({have:.2f} GB usable in all; layers cannot be divided)"

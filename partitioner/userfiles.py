@@ -6,6 +6,8 @@ Shared by every edge reader (YAML, config.json, CSV, plan JSON) so they all fail
 Only regular files are read, and at most `limit` bytes (partitioner.limits MAX_INPUT_BYTES by
 default): a device (``/dev/zero``, ``/dev/stdin``), a FIFO or a socket is refused by its name
 before anything is read, and a file that grows past the limit while it is read is refused too.
+A path holding a control character (a newline, ESC, ...) is refused by its name as well, since a
+name derived from it (a model named after its file) would carry the character into scripts.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import stat
 from pathlib import Path
 
 from partitioner.errors import ConfigError
+from partitioner.safetext import control_problem, escape_control
 
 __all__ = ["read_user_text", "read_user_bytes", "require_regular_file"]
 
@@ -22,6 +25,9 @@ __all__ = ["read_user_text", "read_user_bytes", "require_regular_file"]
 def require_regular_file(path: str | Path, shown: str | None = None) -> os.stat_result:
     """The stat of `path` (following symlinks); ConfigError unless it is an existing regular file."""
     name = shown or str(path)
+    problem = control_problem(str(path))
+    if problem:  # the name becomes data downstream (a model's name is its file's stem)
+        raise ConfigError(f"the file name {problem}", file=escape_control(name))
     try:
         st = os.stat(path)
     except FileNotFoundError:

@@ -41,7 +41,16 @@ def test_utf8_bom_is_ignored(tmp_path) -> None:
 )
 def test_structure_errors(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        _table(text)
+        _table(text).rows  # a ragged row is found as the rows are streamed
+
+
+def test_rows_are_parsed_as_they_are_streamed() -> None:
+    """A reader that stops at row 1 never parses the malformed rest (a 100 MB file stops at line 2)."""
+    t = _table("a,b\n1,2\n" + "3\n" * 1000 + '"unterminated\n')
+    first = next(t.stream())
+    assert first.line == 2 and first.cells == {"a": "1", "b": "2"}
+    with pytest.raises(ConfigError, match=r"^m\.csv:3: expected 2 cells"):
+        t.rows
 
 
 @pytest.mark.parametrize(

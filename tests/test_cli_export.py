@@ -81,7 +81,7 @@ def test_export_bad_inputs(tmp_path: Path) -> None:
     bad.write_text("{not json")
     r = runner.invoke(main, ["export", str(bad), "--to", "vllm"])
     assert r.exit_code == 2 and f"error: {bad}:1: invalid JSON" in r.stderr
-    bad.write_text('{"num_layers": 4, "stages": [{"device": "a", "gpu": "t4", "node": "n", "start": 0, "end": "x", "decoder_layers": 1}]}')
+    bad.write_text('{"format": "partitioner.plan/1", "num_layers": 4, "stages": [{"device": "a", "gpu": "t4", "node": "n", "start": 0, "end": "x", "decoder_layers": 1}]}')
     r = runner.invoke(main, ["export", str(bad), "--to", "vllm"])
     assert r.exit_code == 2 and f"error: {bad}: stages[0].end: Input should be a valid integer" in r.stderr
     r = runner.invoke(main, ["export", str(tmp_path / "missing.json"), "--to", "vllm"])

@@ -12,8 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from partitioner.errors import ConfigError
@@ -36,11 +36,13 @@ class Row:
 
 @dataclass(frozen=True)
 class Table:
-    """A parsed CSV: display name, header, data rows."""
+    """A parsed CSV: display name, header, and its data rows, parsed as they are read (`stream`),
+    so a reader that stops at a bad row (line 3 of a 100 MB file) stops parsing there too."""
 
     file: str
     columns: tuple[str, ...]
-    rows: tuple[Row, ...]
+    content: str = field(repr=False)
+    header_line: int = 0
 
     def error(self, message: str, row: Row | None = None, column: str | None = None) -> ConfigError:
         """A ConfigError located at `row` (its line) and `column`."""
@@ -49,34 +51,55 @@ class Table:
             line=None if row is None else row.line,
         )
 
+    def stream(self) -> Iterator[Row]:
+        """The data rows in file order; ConfigError at the first ragged or malformed one."""
+        records = _records(self.content, self.file)
+        for line, _ in records:  # skip up to and including the header
+            if line >= self.header_line:
+                break
+        width = len(self.columns)
+        for line, cells in records:
+            if len(cells) != width:
+                raise ConfigError(f"expected {width} cells as in the header, got {len(cells)}", file=self.file, line=line)
+            yield Row(line, dict(zip(self.columns, cells, strict=False)))
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        """Every data row (all of `stream`)."""
+        return tuple(self.stream())
+
 
 def read_csv(path: str | Path, required: Sequence[str], *, what: str = "CSV") -> Table:
-    """Read `path`; ConfigError if unreadable, empty, ragged, or missing a `required` column."""
+    """Read `path`; ConfigError if unreadable, empty, missing a `required` column or without data
+    rows. Its size is checked against MAX_INPUT_BYTES before it is read (partitioner.userfiles);
+    the rows are parsed as the caller streams them (`Table.stream`)."""
     content = read_user_text(path, encoding="utf-8-sig")
     return parse_csv(content, str(path), required, what=what)
 
 
-def _lines(content: str) -> list[tuple[int, list[str]]]:
-    """(line number, cells) of every non-blank, non-comment record."""
-    out = []
+def _records(content: str, name: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, stripped cells) of every non-blank, non-comment record, parsed lazily."""
     reader = csv.reader(io.StringIO(content))
-    for cells in reader:
-        line = reader.line_num
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ConfigError(f"malformed CSV: {exc}", file=name, line=reader.line_num) from None
         if not cells or all(not c.strip() for c in cells) or cells[0].lstrip().startswith("#"):
             continue
-        out.append((line, [c.strip() for c in cells]))
-    return out
+        yield reader.line_num, [c.strip() for c in cells]
 
 
 def parse_csv(content: str, name: str, required: Sequence[str], *, what: str = "CSV") -> Table:
-    """Parse CSV text (see `read_csv`); `name` is used in error messages."""
-    try:
-        records = _lines(content)
-    except csv.Error as exc:
-        raise ConfigError(f"malformed CSV: {exc}", file=name) from None
-    if not records:
+    """Parse CSV text (see `read_csv`); `name` is used in error messages. Reads the header and
+    the first data row; the rest is parsed as it is streamed."""
+    records = _records(content, name)
+    first = next(records, None)
+    if first is None:
         raise ConfigError(f"empty {what}: expected a header row with the columns {', '.join(required)}", file=name)
-    header_line, header = records[0]
+    header_line, header = first
     seen: set[str] = set()
     for col in header:
         if not col:
@@ -91,16 +114,10 @@ def parse_csv(content: str, name: str, required: Sequence[str], *, what: str = "
             f"needs: {', '.join(required)})",
             file=name, line=header_line,
         )
-    rows = []
-    for line, cells in records[1:]:
-        if len(cells) != len(header):
-            raise ConfigError(
-                f"expected {len(header)} cells as in the header, got {len(cells)}", file=name, line=line
-            )
-        rows.append(Row(line, dict(zip(header, cells, strict=False))))
-    if not rows:
+    table = Table(name, tuple(header), content, header_line)
+    if next(table.stream(), None) is None:
         raise ConfigError(f"no data rows in the {what} (only a header)", file=name, line=header_line)
-    return Table(name, tuple(header), tuple(rows))
+    return table
 
 
 def text(table: Table, row: Row, column: str) -> str:

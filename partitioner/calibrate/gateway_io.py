@@ -82,7 +82,7 @@ def _stats_rows(table: csvio.Table) -> tuple[GatewayStats, ...]:
     """One GatewayStats per row; a repeated (model, node) is an error naming both lines."""
     seen: dict[tuple[str, str], int] = {}
     out = []
-    for row in table.rows:
+    for row in table.stream():
         stats = _stats_row(table, row)
         key = (stats.model, stats.node)
         if key in seen:
@@ -97,7 +97,7 @@ def _stats_rows(table: csvio.Table) -> tuple[GatewayStats, ...]:
 def _request_rows(table: csvio.Table) -> tuple[GatewayStats, ...]:
     """Group requests by (model, node) in order of first appearance and aggregate each group."""
     groups: dict[tuple[str, str], tuple[list[float], list[float], list[float]]] = {}
-    for row in table.rows:
+    for row in table.stream():
         key = (csvio.text(table, row, "model"), csvio.text(table, row, "node"))
         dur, tot, queue = groups.setdefault(key, ([], [], []))
         dur.append(csvio.number(table, row, "duration_s"))

@@ -178,7 +178,7 @@ def parse_timings(table: csvio.Table, *, num_layers: int | None = None,
     `num_layers`: the model's decoder layers, to reject indices beyond it; `valid`: accepted
     device keys (None: any); `shown`: the names an unknown-device error lists.
     """
-    timings = tuple(_timing(table, row, num_layers, valid, shown) for row in table.rows)
+    timings = tuple(_timing(table, row, num_layers, valid, shown) for row in table.stream())
     _check_duplicates(table, timings)
     return timings
 

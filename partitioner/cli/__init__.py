@@ -6,7 +6,8 @@ Errors: every `PartitionerError` and every click usage error (unknown option, ba
 becomes one line on stderr and its exit code (2 bad input, 3 infeasible, 4 solver failure); a
 library exception that hostile input can still cause (RecursionError, OverflowError, a decoding
 error, numpy's LinAlgError, ...) is first mapped to one by `partitioner.errors.translate`; any
-other exception is a bug and is reported as one line too, with exit code 1. `--debug` (anywhere
+other exception is a bug and is reported as one line too, with exit code 1. Ctrl-C that reaches
+the boundary (the solvers return their best plan so far when they have one) is one line, exit 130. `--debug` (anywhere
 on the line) shows the traceback instead. `--force` (anywhere on the line) lets a command replace
 an output file that was hand-edited since partitioner wrote it (partitioner.cli._output).
 """
@@ -35,6 +36,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("partitioner.cli.schema", "Print the JSON Schema of model, cluster or plan files."),
     "fleet": ("partitioner.cli.fleet", "Which GPUs to buy or rent to serve a model at a target, at least cost."),
 }
+
+#: Options that name a file or folder to write: an empty value is refused before anything runs.
+OUTPUT_OPTIONS = frozenset({"--out", "--md", "--html", "--write-cluster", "--write-profile", "--write-scripts"})
 
 
 class LazyCommands(click.Group):
@@ -70,6 +74,10 @@ class LazyGroup(LazyCommands):
             if flag in args:
                 args = [a for a in args if a != flag]
                 ctx.meta[f"partitioner.{flag[2:]}"] = True
+        for i, arg in enumerate(args):  # `--out ''` would otherwise mean "no --out": silently nothing
+            name, eq, value = arg.partition("=")
+            if name in OUTPUT_OPTIONS and ((eq and not value.strip()) or (not eq and i + 1 < len(args) and not args[i + 1].strip())):
+                _fail(ctx, f"{name}: the path is empty; give a file name (or - for standard output where it is allowed)", 2)
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:  # `partition --bogus`: one line, as inside a command
@@ -82,6 +90,10 @@ class LazyGroup(LazyCommands):
         from partitioner.errors import PartitionerError
 
         debug = ctx.meta.get("partitioner.debug") or os.environ.get("PARTITIONER_DEBUG") == "1"
+        from partitioner import interrupts
+
+        restore = interrupts.count_sigints()  # so loops over many solves stop on Ctrl-C (partitioner.interrupts)
+        mark = interrupts.count()
         try:
             return self._transaction(ctx)
         except PartitionerError as exc:
@@ -100,9 +112,15 @@ class LazyGroup(LazyCommands):
             _fail(ctx, f"{where}{exc.strerror or exc}", 2)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except KeyboardInterrupt:  # Ctrl-C before any phase had a plan to return (else it returns it)
+            if debug:
+                raise
+            _fail(ctx, "interrupted (Ctrl-C) before the command had a result; nothing was written", 130)
         except Exception as exc:  # the boundary: map what input can cause, report the rest as a bug
             if debug:
                 raise
+            if interrupts.since(mark):  # Ctrl-C inside a C extension's import or call surfaces as its own error
+                _fail(ctx, "interrupted (Ctrl-C) before the command had a result; nothing was written", 130)
             from partitioner.errors import translate
 
             mapped = translate(exc)
@@ -110,6 +128,8 @@ class LazyGroup(LazyCommands):
                 _fail(ctx, str(mapped), mapped.exit_code)
             _fail(ctx, f"internal error ({type(exc).__name__}: {_one_line(exc)}); this is a bug: "
                        "rerun with --debug and report the traceback", 1)
+        finally:
+            restore()
 
     def _transaction(self, ctx: click.Context) -> Any:
         """Run the command with its file writes staged: renamed into place if it succeeds, deleted

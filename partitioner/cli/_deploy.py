@@ -111,8 +111,11 @@ def render_deployment(d: Any) -> None:
     elif d.solver == "separate pipelines":  # partitioner.planning: no bound over layouts
         console.print(f"not proven over replica layouts ({d.subproblems} replica solves)")
     else:
-        console.print(f"not proven: upper bound {d.upper_bound_tokens_per_s:.4g} tokens/s, gap {d.gap:.1%} "
-                      f"({d.subproblems} replica solves{', ' + d.stopped if d.stopped else ''})")
+        import math
+
+        bound = (f"upper bound {d.upper_bound_tokens_per_s:.4g} tokens/s, gap {d.gap:.1%}"
+                 if math.isfinite(d.upper_bound_tokens_per_s) else "no upper bound known")
+        console.print(f"not proven: {bound} ({d.subproblems} replica solves{', ' + d.stopped if d.stopped else ''})")
 
 
 def print_export(result: Any, target: str) -> None:

@@ -221,6 +221,8 @@ def check_writable(path: str | Path, *, inputs: Iterable[str | Path] = (), marke
     Commands that write several files may call this for every path first, so a refusal comes
     before any slow work; `safe_write` checks again.
     """
+    if not str(path).strip():
+        raise InputError(f"an output path is empty (got {str(path)!r}); give a file name, or - for standard output")
     out = Path(path)
     if str(path) == "-":
         return out
@@ -230,6 +232,9 @@ def check_writable(path: str | Path, *, inputs: Iterable[str | Path] = (), marke
     try:
         st = os.stat(out)
     except FileNotFoundError:
+        if os.path.lexists(out):  # a dangling symlink: writing would create its target somewhere else
+            raise InputError(f"{out}: is a symlink to a missing file ({os.readlink(out)!r}); "
+                             "refusing to write through it") from None
         return out
     except (OSError, ValueError) as exc:  # a symlink loop, a path through a file, a NUL byte, ...
         raise InputError(f"{out}: cannot write ({getattr(exc, 'strerror', None) or exc})") from None

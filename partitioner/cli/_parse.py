@@ -15,7 +15,7 @@ import click
 from partitioner.errors import InputError
 from partitioner.limits import MAX_MAGNITUDE
 
-__all__ = ["PresetName", "parse_floats", "parse_float", "parse_int", "parse_ints", "parse_names", "parse_pairs"]
+__all__ = ["PresetName", "Seconds", "parse_floats", "parse_float", "parse_int", "parse_ints", "parse_names", "parse_pairs"]
 
 
 def parse_floats(option: str, text: str) -> list[float]:
@@ -121,3 +121,22 @@ class PresetName(click.ParamType):
         if value not in valid:
             self.fail(f"{value!r} is not a shipped {self.name} preset; valid: {', '.join(valid)}", param, ctx)
         return str(value)
+
+
+class Seconds(click.ParamType):
+    """A time limit in seconds: finite and in [MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S] of
+    partitioner.limits (`nan`, `inf`, `1e20` and the subnormal `1e-320` are refused, not run)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        from partitioner.limits import MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
+
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not MIN_TIME_LIMIT_S <= seconds <= MAX_TIME_LIMIT_S:  # False for nan
+            self.fail(f"must be a finite number of seconds in [{MIN_TIME_LIMIT_S:g}, {MAX_TIME_LIMIT_S:g}] "
+                      f"(got {value!r})", param, ctx)
+        return seconds

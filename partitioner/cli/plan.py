@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from partitioner.cli._baselines import even_baseline, even_serve
-from partitioner.cli._parse import PresetName
+from partitioner.cli._parse import PresetName, Seconds
 from partitioner.registry import (
     BASELINES,
     EXPORT_TARGETS,
@@ -35,7 +35,7 @@ __all__ = ["plan"]
 )
 @click.option("--solver", type=click.Choice(SOLVER_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(ORDERS), default=None, help="Override the cluster file's order.")
-@click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--time-limit", "time_limit", type=Seconds(), default=None,
               help="Wall-clock limit in seconds for the whole search (every solver phase); the best plan "
                    "so far and its bound are returned when it hits. Ctrl-C does the same.")
 @click.option("--tpot-ms", "tpot_ms", type=float, default=None, help="serve: time-per-output-token limit (ms).")
@@ -154,7 +154,7 @@ def plan(
 
         return run_deploy(request, inputs=(model_file, cluster_file), as_json=as_json, out=out, export=export)
 
-    if out:  # refuse an unwritable --out before solving, not after
+    if out is not None:  # refuse an unwritable --out before solving, not after
         from partitioner.cli._output import check_writable
 
         check_writable(out, inputs=(model_file, cluster_file), marker=PLAN_FORMAT)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from partitioner.cli._parse import PresetName
+from partitioner.cli._parse import PresetName, Seconds
 from partitioner.cli._report_parts import Options
 from partitioner.registry import EXACT_CHOICES, OBJECTIVES, ORDERS, REGIMES, TP_MODES
 
@@ -87,7 +87,7 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
               help="Regime of the compared plans and the Pareto sweep.")
 @click.option("--solver", type=click.Choice(EXACT_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(ORDERS), default=None, help="Override the cluster file's order.")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIME_LIMIT_S,
+@click.option("--time-limit", type=Seconds(), default=DEFAULT_TIME_LIMIT_S,
               show_default=True,
               help="Wall-clock budget of the whole report, rendering included, seconds; plans it leaves "
                    "unproven show their gap.")

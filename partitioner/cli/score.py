@@ -52,10 +52,10 @@ def score(
     t = problem.tables
     n_dec = sum(1 for k in t.kinds if k == "decoder")
     if layout_file is not None:
-        import yaml
+        from partitioner.models.loader import read_yaml
 
-        with open(layout_file, encoding="utf-8") as f:
-            names, counts = imports.layout_stages(yaml.safe_load(f), layout_file)
+        doc, _ = read_yaml(layout_file)  # the safe reader: regular files only, bounded, one-line errors
+        names, counts = imports.layout_stages(doc, layout_file)
         if sum(counts) != n_dec:
             raise InputError(f"{layout_file}: the stages cover {sum(counts)} decoder layers, the model has {n_dec}")
     elif split is not None and devices is not None:
@@ -97,8 +97,32 @@ def score(
     rows.append(("fits memory", "yes" if given.feasible else "NO", "yes"))
     for a, b, c in rows:
         click.echo(f"{a:<16} {b:>14} {c:>14}")
-    if given.feasible and best.throughput > 0:
-        click.echo(f"the optimal plan's throughput is {best.throughput / given.throughput:.2f}x yours")
+    if given.feasible:
+        for line in _verdict(given, best, fmt_time):
+            click.echo(line)
+
+
+def _ratio_line(what: str, yours: float, optimal: float, higher_is_better: bool) -> str:
+    """``decode tokens/s: the optimal plan is 1.31x higher`` or ``TPOT (...): yours is 1.12x
+    faster`` (no claim within 1 %): the winner follows the numbers, never the plan's label."""
+    if yours <= 0 or optimal <= 0 or abs(optimal / yours - 1) <= 0.01:
+        return f"{what}: the same within 1 %"
+    optimal_wins = (optimal > yours) == higher_is_better
+    ratio = max(optimal / yours, yours / optimal)
+    word = "higher" if higher_is_better else "faster"
+    return f"{what}: {'the optimal plan' if optimal_wins else 'yours'} is {ratio:.2f}x {word}"
+
+
+def _verdict(given: Any, best: Any, fmt_time: Any) -> list[str]:
+    """One line per measure, in the units an operator reads: decode tokens/s and TPOT when the
+    workload's closed-loop decode is known (the optimal plan minimises the planning objective,
+    which need not make every measure better), else micro-batches per second."""
+    if given.serving is not None and best.serving is not None:
+        g, o = given.serving, best.serving
+        return [_ratio_line("decode tokens/s", g.tokens_per_s, o.tokens_per_s, higher_is_better=True),
+                _ratio_line(f"TPOT ({fmt_time(g.tpot_s)} yours, {fmt_time(o.tpot_s)} optimal)", g.tpot_s, o.tpot_s,
+                            higher_is_better=False)]
+    return [_ratio_line("micro-batch throughput", given.throughput, best.throughput, higher_is_better=True)]
 
 
 def _launchable(problem: Problem, cluster: Any, engine: str | None, yours: Solution) -> bool:

@@ -232,4 +232,5 @@ def group_tables(model: Any, cluster: Any, groups: list[Group], base: CostTables
         gpu_names=tuple(gpu for _, gpu in labels),
         node_names=tuple(gr.node for gr in groups),
         kv_pool=pool,
+        gpus_per_row=tuple(len(gr.members) for gr in groups),
     )

@@ -91,6 +91,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
     """The deployment of the module doc: a ReplicaSearch (partitioner.deploy.replica_result). `seeds`
     (count vectors, partitioner.deploy.seeds) are solved first and enter the LP at once; the
     answer is never below their per-kind seed deployment."""
+    from partitioner import interrupts
     from partitioner.deploy.replica_result import ReplicaSearch, _place
     from partitioner.deploy.seeds import seed_deployment
 
@@ -127,6 +128,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
             lp.set_value(i, float(u[i]))
 
     def solve(i: int, full: bool = False) -> None:
+        mark = interrupts.count()
         x = tuple(int(a) for a in X[i])
         first = quick is not None and i not in solved and not full
         try:
@@ -148,6 +150,8 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                 lp.set_value(j, float(u[j]))
         if progress is not None:
             progress(len(solved), None, max(t for t, _ in solved.values()), best_bound)
+        if interrupts.since(mark):  # Ctrl-C inside the replica's own search: its plan is kept, the search stops
+            raise KeyboardInterrupt
 
     seed_rows = [int(j) for x in seeds or () for j in np.flatnonzero(np.all(np.array(x) == X, axis=1))[:1]]
     try:

@@ -151,6 +151,11 @@ def solve_groups(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
                         max_configs=max_configs, engine=engine, launch=launch)
 
 
+#: Time limit a sub-solve gets once the command's limit is spent (partitioner.deploy.plan); a
+#: problem made with no more than this stops the configuration loop with the best so far.
+MIN_SOLVE_S = 0.05
+
+
 def _why(base: CostTables, launch: Launch | None) -> str:
     """Why no plan was found: memory alone, or the engine's launch rule on top of it."""
     if launch is None:
@@ -202,6 +207,9 @@ def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
         groups = [g for i, c in enumerate(choice) for g in per[i][c]]
         groups.sort(key=lambda g: (g.members[0], g.t))
         problem = make_problem(select_rows(full, [index[g] for g in groups]))
+        if best is not None and problem.time_limit_s is not None and problem.time_limit_s <= MIN_SOLVE_S:
+            all_optimal = False  # the command's limit is spent: keep the best configuration so far
+            break
         try:
             sol = _disjoint_solve(problem, groups, solve, launch)
         except InfeasibleError:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from partitioner.deploy.deployment import Deployment, tp_notes
+from partitioner.deploy.groups import MIN_SOLVE_S
 from partitioner.deploy.replica_result import ReplicaPlanner
 from partitioner.errors import InfeasibleError, InputError, SolverError
 from partitioner.planning.request import PlanRequest, parse_replicas
@@ -205,11 +206,17 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
 
     def make(t: CostTables) -> Problem:
         """Each solve gets what is left of the whole command's time limit."""
-        left = None if deadline is None else max(0.05, deadline - time.monotonic())
+        left = None if deadline is None else max(MIN_SOLVE_S, deadline - time.monotonic())
         return Problem(t, M=M, regime=regime, objective=objective, order=order_, time_limit_s=left)  # type: ignore[arg-type]
 
     def solve(p: Problem) -> Any:
-        return solvers.solve(p, solver)
+        from partitioner import interrupts
+
+        mark = interrupts.count()
+        found = solvers.solve(p, solver)
+        if interrupts.since(mark):  # the solve kept its plan; the search must stop too (Ctrl-C)
+            raise KeyboardInterrupt
+        return found
 
     launch = _launch(engine, solver, order_, cluster)
 
@@ -256,6 +263,22 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
     except SolverError as exc:  # stopped before an answer: say so with the bound that holds
         usable = [g for g in range(len(cluster.devices)) if g not in dropped]
         raise SearchStopped(str(exc), float(bound.fluid(usable))) from None
+    except InfeasibleError as exc:
+        if count is not None or "stopped" not in str(exc):
+            raise  # a proof of infeasibility, or a fixed replica count: not a budget that ran out
+        if "interrupted" in str(exc):
+            raise KeyboardInterrupt from None  # Ctrl-C before any replica: no second solve, the CLI says so
+        stopped = "time_limit"
+        # the limit (or Ctrl-C) stopped the search before any replica was solved: that proves nothing,
+        # so the answer is one pipeline over every device, not proven, never "cannot hold the model"
+        one = (serve_value if serve else value)(list(range(len(cluster.devices))))
+        used1 = {name for st in one.stages for name in (st.members or (st.device,))}
+        return Deployment(
+            replicas=(one,), unused=tuple(d.name for d in cluster.devices if d.name not in used1), optimal=False,
+            upper_bound_tokens_per_s=math.inf, wall_time_s=0.0, subproblems=1, stopped=stopped,
+            notes=(*head, *one.notes, f"search stopped ({stopped}) before any replica was solved: one pipeline over "
+                   "every device, not proven (a longer --time-limit searches replica splits)"),
+        )
     plans = [p for b in found.plans for p in (b.plans if isinstance(b, Bundle) else (b,))]
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}
     unused = tuple(d.name for d in cluster.devices if d.name not in used)

@@ -49,6 +49,9 @@ MAX_STATES = 50_000  # prod(N_k + 1): above it the recursion's states are too ma
 Progress = Callable[[int, int, float], None]  # (solved, total, best tokens/s)
 
 
+#: Share of the time limit the joint KV bounds of the vectors may take (the rest solves replicas).
+
+
 def search_replicas(
     nk: NodeKinds,
     value: Value,
@@ -71,6 +74,7 @@ def search_replicas(
     and F is the same recursion over the bounds. Exact whenever it runs to the end. `seed`: the
     per-kind homogeneous replicas (partitioner.deploy.seeds) are solved first, and the answer is
     never below their best deployment (for `replicas="auto"`)."""
+    from partitioner import interrupts
     from partitioner.deploy.seeds import kind_seeds
 
     start = time.perf_counter()
@@ -117,6 +121,7 @@ def search_replicas(
         if x not in memo:
             if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
                 raise _Stop("time_limit")
+            mark = interrupts.count()
             try:
                 plan = value(nk.devices(x))
                 tps = float(plan.serving.tokens_per_s) if plan.feasible and plan.serving is not None else 0.0
@@ -127,6 +132,8 @@ def search_replicas(
             counter[0] += 1
             if progress is not None:
                 progress(counter[0], len(vectors), max(t for t, _ in memo.values()))
+            if interrupts.since(mark):  # Ctrl-C inside the replica's own search: kept, and the search stops
+                raise KeyboardInterrupt
         return memo[x][0]
 
     if math.prod(n + 1 for n in N) > MAX_STATES:

@@ -133,11 +133,16 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         grid = batches
         if quick:
             rule, grid = SeedRule(), coarse(last[0])
+        from partitioner import interrupts
+
+        mark = interrupts.count()
         try:
             res = search(lambda B: select_rows(units.tables(B)[1], rows), grid, regime=regime, order=order,
                          solver=solver, limits=limits, time_limit_s=left, rule=rule, prune=True, start=last[0])
         except (InfeasibleError, SolverError):  # nothing found within the limits on these rows
             return None
+        if interrupts.since(mark):  # the serve search kept its best on Ctrl-C: the replica search stops too
+            raise KeyboardInterrupt
         groups = tuple(units.groups[r] for r in rows)
         return res, groups, disjoint([groups[r] for r in res.best.solution.devices])
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from partitioner.errors import InputError
+from partitioner.export.shell import comment
 from partitioner.export.view import PlanView, decoder_ranges, node_runs
 
 __all__ = ["cuda_ordinals", "rank_comments", "single_node", "interleaved_nodes", "visible_devices", "group_ordinals",
@@ -69,7 +70,7 @@ def rank_comments(view: PlanView, prefix: str = "rank") -> list[str]:
         layers = f"decoder layers {a}-{b - 1}" if b > a else "no decoder layers"
         extra = (" + embedding" if st.embed else "") + (" + LM head" if st.head else "")
         where = f"device {st.device!r}" if st.tp == 1 else f"TP group {list(st.group)!r} (tp {st.tp})"
-        lines.append(f"# {prefix} {s}: {where} ({st.gpu}) on node {st.node!r}, {layers}{extra}")
+        lines.append(comment(f"{prefix} {s}: {where} ({st.gpu}) on node {st.node!r}, {layers}{extra}"))
     return lines
 
 
@@ -112,5 +113,5 @@ def visible_devices(view: PlanView, ords: Mapping[str, int], prefix: str = "") -
     lines = []
     for node, idx in node_runs(view):
         devs = rank_devices(view, ords, idx)
-        lines.append(f"# on node {node!r} (ranks {idx[0]}-{idx[-1]}): CUDA_VISIBLE_DEVICES={devs}")
+        lines.append(comment(f"on node {node!r} (ranks {idx[0]}-{idx[-1]}): CUDA_VISIBLE_DEVICES={devs}"))
     return lines

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from partitioner.errors import InputError
 from partitioner.export.base import Export, plan_warnings, unsupported_gpus
 from partitioner.export.devices import cuda_ordinals
-from partitioner.export.shell import Step, listing
+from partitioner.export.shell import Step, comment, listing
 from partitioner.export.view import PlanView
 from partitioner.export.workload import launchable
 from partitioner.models.engines import resolve_engine
@@ -107,7 +107,7 @@ def _positions(names: list[str], actual: list[int], n_layer: int) -> list[str]:
     for name, n in zip(names, actual, strict=True):
         span = f"positions {pos}-{pos + n - 1}" if n else "no layers"
         out = " (the last is the output layer)" if n and pos + n - 1 == n_layer else ""
-        lines.append(f"# {name}: {span}{out}")
+        lines.append(comment(f"{name}: {span}{out}"))
         pos += n
     return lines
 

@@ -26,37 +26,63 @@ if TYPE_CHECKING:
 __all__ = ["load_plan", "parse_plan", "plan_json_schema"]
 
 
+def _text(value: str) -> str:
+    """A name from plan.json is data (partitioner.safetext): no control characters."""
+    from partitioner.safetext import control_problem
+
+    problem = control_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _host(value: str | None) -> str | None:
+    """A host address as engines take it (export.shell.is_host_name): `1.2.3.4;id` is refused."""
+    from partitioner.export.shell import is_host_name
+
+    if value is not None and not is_host_name(value):
+        _text(value)
+        raise ValueError(f"must be an IP address or host name (letters, digits, '.-:[]'; got {value!r})")
+    return value
+
+
 def _models() -> tuple[type[BaseModel], type[BaseModel]]:
-    from pydantic import BaseModel, ConfigDict, Field
+    from typing import Annotated
+
+    from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+    Text = Annotated[str, AfterValidator(_text)]
+    Name = Annotated[str, Field(min_length=1), AfterValidator(_text)]
+    Host = Annotated[str | None, AfterValidator(_host)]
 
     class StageFile(BaseModel):
         model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
-        device: str = Field(min_length=1)
-        gpu: str
-        node: str = Field(min_length=1)
+        device: Name
+        gpu: Text
+        node: Name
         start: int = Field(ge=0)
         end: int = Field(ge=1)
         decoder_layers: int = Field(ge=0)
         embed: bool = False
         head: bool = False
         ordinal: int | None = Field(default=None, ge=0)
-        devices: list[str] | None = None  # a tensor-parallel group's members (`device` is the first)
+        devices: list[Name] | None = None  # a tensor-parallel group's members (`device` is the first)
         tp: int = Field(default=1, ge=1)
 
     class HostFile(BaseModel):
         model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
-        node: str = Field(min_length=1)
-        address: str | None = None
+        node: Name
+        address: Host = None
         address_assumed: bool = True
-        devices: list[str] = []
+        devices: list[Name] = []
 
     class PlanFile(BaseModel):
         """A plan as `partition plan --out` writes it (SI units; see `units`)."""
 
         model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
-        format: str = "partitioner.plan/1"
-        model: str = ""
-        model_id: str | None = None  # engine-usable id or path (HF repo id, hf_config's directory)
+        format: str  # required: a document without it is not known to be a plan
+        model: Text = ""
+        model_id: Text | None = None  # engine-usable id or path (HF repo id, hf_config's directory)
         num_layers: int = Field(ge=1)
         num_decoder_layers: int | None = Field(default=None, ge=0)
         workload: dict[str, Any] | None = None  # model.yaml workload (dtypes, context, batch)
@@ -112,7 +138,7 @@ def parse_plan(data: Any, file: str | None = None) -> PlanView:
         doc: Any = PlanFile.model_validate(dict(data))
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ConfigError(err["msg"], file=file, location=_location(tuple(err["loc"]))) from None
+        raise ConfigError(err["msg"].removeprefix("Value error, "), file=file, location=_location(tuple(err["loc"]))) from None
     from partitioner.result import PLAN_FORMAT
 
     if doc.format != PLAN_FORMAT:
@@ -165,10 +191,23 @@ def _read_json(p: Path) -> Any:
     from partitioner.userfiles import read_user_text
 
     text = read_user_text(p)  # regular files only, bounded size, one-line error for binary/UTF-16
+    return _parse_json(text, str(p))
+
+
+def _parse_json(text: str, file: str) -> Any:
+    """JSON with the user-file limits (partitioner.jsonio.loads_user: nesting, integer digits)."""
+    from partitioner.jsonio import loads_user
+
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno) from None
+        raise ConfigError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from None
+    except (ValueError, RecursionError):
+        return loads_user(text, file)  # names the limit the document broke
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def load_plan(path: str | Path) -> PlanView:
@@ -177,8 +216,4 @@ def load_plan(path: str | Path) -> PlanView:
 
     p = Path(path)
     text = read_user_text(p)  # regular files only, bounded size, one-line error for binary/UTF-16
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno) from None
-    return parse_plan(data, file=str(p))
+    return parse_plan(_parse_json(text, str(p)), file=str(p))

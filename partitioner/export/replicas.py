@@ -48,7 +48,7 @@ from typing import Any
 
 from partitioner.errors import ConfigError
 from partitioner.export.base import Export
-from partitioner.export.shell import Step, listing
+from partitioner.export.shell import Step, comment, listing
 from partitioner.export.view import PlanView
 
 __all__ = ["DEPLOYMENT_FORMAT", "ROUTER_FORMAT", "ROUTER_FILE", "DeploymentView", "is_deployment", "parse_deployment", "load_export_input",
@@ -160,7 +160,7 @@ def render_deployment(dv: DeploymentView, target: str, ordinals: Mapping[str, in
         tps = (v.serving or {}).get("tokens_per_s")
         routes.append({"replica": r, "weight": w, "url": url, "tokens_per_s": tps,
                        "devices": [d for st in v.stages for d in st.group]})
-        text.append(f"# === replica {r}: router weight {w:.4f}" + (f", {url}" if url else "") + " ===\n" + out.text)
+        text.append(comment(f"=== replica {r}: router weight {w:.4f}" + (f", {url}" if url else "") + " ===") + "\n" + out.text)
         warnings += [f"replica {r}: {m}" for m in out.warnings]
         cannot += [f"replica {r}: {m}" for m in out.cannot_express]
         unsupported += [f"replica {r}: {m}" for m in out.unsupported]
@@ -174,7 +174,7 @@ def render_deployment(dv: DeploymentView, target: str, ordinals: Mapping[str, in
     router_text = head + ', "replicas": [\n' + ",\n".join("  " + json.dumps(x) for x in routes) + "\n]}\n"
     body = listing(header, []) + "".join(text) + dp_text
     body += f"# the router weights ({ROUTER_FILE}; `--write-scripts DIR` writes it beside the scripts):\n"
-    body += "".join(f"# {line}\n" for line in router_text.splitlines())
+    body += "".join(comment(line) + "\n" for line in router_text.splitlines())
     return Export(target, body, tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps),
                   not all(v.feasible for v in dv.replicas), files=((ROUTER_FILE, router_text),))
 

@@ -1,10 +1,10 @@
 """Shell-safe printed commands: one `Step` per command, rendered as a listing and per-host scripts.
 
-Every value that reaches a printed command is quoted with `shlex.quote` (device, node and
+Every value that reaches a printed command is quoted with `quote` (`shlex.quote`; ANSI-C `$'...'` for control characters) (device, node and
 model names, paths, addresses, environment values), so a hostile name such as
 `node-03;touch PWNED;` or one holding a newline stays one argument. Environment variable
-names are checked against `[A-Za-z_][A-Za-z0-9_]*`; comments print user strings with
-`repr`, so a newline cannot end the comment; file names of the scripts keep only
+names are checked against `[A-Za-z_][A-Za-z0-9_]*`; every comment line goes through `comment`,
+which escapes control characters, so a newline cannot end the comment; file names of the scripts keep only
 `[A-Za-z0-9._-]`. The scripts run no remote command: each is run on its own host.
 """
 
@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Step", "MARKER", "command_line", "listing", "scripts", "slug", "is_host_name"]
+__all__ = ["Step", "MARKER", "comment", "quote", "command_line", "listing", "scripts", "slug", "is_host_name"]
 
 MARKER = "written by partition export"
 
@@ -54,10 +54,25 @@ def is_host_name(text: str) -> bool:
     return bool(_HOST.match(text))
 
 
+def quote(text: str) -> str:
+    """`text` as one shell word: `shlex.quote`, or bash's ANSI-C quoting ``$'...'`` when it holds a
+    control character (names are refused at load if they do; this keeps the output one inert line
+    should one get past it)."""
+    from partitioner.safetext import control_problem
+
+    if control_problem(text) is None:
+        return shlex.quote(text)
+    body = "".join(
+        "".join(f"\\x{b:02x}" for b in c.encode()) if control_problem(c) else "\\" + c if c in "\\'" else c
+        for c in text
+    )  # a control character as its UTF-8 bytes, \xNN each: the same bytes in any locale
+    return f"$'{body}'"
+
+
 def command_line(step: Step) -> str:
     """`K=V ... argv` with every value quoted."""
-    env = [f"{k}={shlex.quote(v)}" for k, v in step.env]
-    return " ".join(env + [shlex.quote(a) for a in step.argv])
+    env = [f"{k}={quote(v)}" for k, v in step.env]
+    return " ".join(env + [quote(a) for a in step.argv])
 
 
 def _file_lines(step: Step) -> list[str]:
@@ -68,8 +83,15 @@ def _file_lines(step: Step) -> list[str]:
     return [f"cat > {shlex.quote(path)} <<'{_HEREDOC}'", body.rstrip("\n"), _HEREDOC]
 
 
-def _comment(text: str) -> str:
-    return "# " + text.replace("\r", "\\r").replace("\n", "\\n")
+def comment(text: str) -> str:
+    """`text` as one shell comment line: every control character escaped (partitioner.safetext),
+    so a newline in a name cannot end the comment and ESC cannot reach the terminal."""
+    from partitioner.safetext import escape_control
+
+    return "# " + escape_control(text)
+
+
+_comment = comment
 
 
 def listing(header: Sequence[str], steps: Sequence[Step]) -> str:

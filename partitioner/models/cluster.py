@@ -346,14 +346,43 @@ class ClusterSpec(Frozen):
         return spec.address if spec is not None else None
 
     def _check_tp(self) -> None:
-        nodes = {d.node for d in self.devices}
-        table = self.tp if isinstance(self.tp, dict) else {"default": self.tp or (1,)}
+        """Some listed degree is usable: at least one is listed, and one fits in the node it applies
+        to (a TP group lives inside one node), so `tp: []` or `tp: [16]` on 8-GPU nodes is refused;
+        a list such as [1, 2, 4] for nodes of 2 GPUs is fine (4 is unused there)."""
+        if self.tp is None:
+            return
+        per_node: dict[str, int] = {}
+        for d in self.devices:
+            per_node[d.node] = per_node.get(d.node, 0) + 1
+        table = self.tp if isinstance(self.tp, dict) else {"default": self.tp}
+        for key in table:
+            if key != "default" and key not in per_node:
+                raise LocatedValueError(("tp", key), catalog.unknown_message("node", key, tuple(sorted(per_node))))
         for key, sizes in table.items():
-            if key != "default" and key not in nodes:
-                raise LocatedValueError(("tp", key), catalog.unknown_message("node", key, tuple(sorted(nodes))))
+            where: tuple[str | int, ...] = ("tp", key) if isinstance(self.tp, dict) else ("tp",)
             if not sizes:
-                raise LocatedValueError(("tp", key) if isinstance(self.tp, dict) else ("tp",),
-                                        "needs at least one tensor-parallel degree, e.g. [1, 2]")
+                raise LocatedValueError(where, "needs at least one tensor-parallel degree, e.g. [1, 2]")
+            room = per_node[key] if key != "default" else max(per_node.values())
+            if min(sizes) > room:
+                on = f"node {key!r} has" if key != "default" else "the largest node has"
+                raise LocatedValueError(where, f"no listed tensor-parallel degree fits: a group of {min(sizes)} needs "
+                                               f"{min(sizes)} GPUs in one node, but {on} {room} (got {list(sizes)})")
+
+    def tp_problem(self, num_attention_heads: int) -> tuple[tuple[str, ...], str] | None:
+        """(location, message) when a listed TP degree does not divide the model's attention heads,
+        which every engine requires (vLLM `ModelConfig.verify_with_parallel_config`: "Total number of
+        attention heads must be divisible by tensor parallel size"; SGLang and TensorRT-LLM split
+        heads the same way), else None. The default degrees are filtered, not refused."""
+        if self.tp is None:
+            return None
+        table = self.tp if isinstance(self.tp, dict) else {"default": self.tp}
+        for key, sizes in table.items():
+            bad = [t for t in sizes if num_attention_heads % t]
+            if bad:
+                where = ("tp", key) if isinstance(self.tp, dict) else ("tp",)
+                return where, (f"tensor-parallel degree {bad[0]} does not divide the model's {num_attention_heads} "
+                               f"attention heads (engines split heads evenly; got {list(sizes)})")
+        return None
 
     def tp_sizes(self, node: str) -> tuple[int, ...]:
         """Tensor-parallel degrees allowed on `node` (cluster.yaml `tp`, default 1, 2, 4, 8)."""

@@ -8,11 +8,12 @@ fields, so a typo is an error rather than a silently ignored key.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from partitioner.limits import MAX_MAGNITUDE, magnitude_problem
+from partitioner.safetext import control_problem
 
 __all__ = [
     "Frozen",
@@ -30,6 +31,28 @@ class Frozen(BaseModel):
     """Immutable, strict-about-keys base of every schema."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_control_characters(cls, value: Any) -> Any:
+        """Every string a user wrote (names, hosts, paths, mapping keys) is data: no control
+        characters (partitioner.safetext), so none can reach a terminal or a script comment."""
+        _check_strings(value, ())
+        return value
+
+
+def _check_strings(value: Any, loc: tuple[str | int, ...]) -> None:
+    if isinstance(value, str):
+        problem = control_problem(value)
+        if problem:
+            raise LocatedValueError(loc, problem) if loc else ValueError(problem)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, (*loc, str(key)) if not isinstance(key, str) or not control_problem(key) else loc)
+            _check_strings(item, (*loc, key))
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_strings(item, (*loc, i))
 
 
 #: Largest integer a field takes: exact in a float, so sums and products stay exact.

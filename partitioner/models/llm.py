@@ -184,7 +184,12 @@ class ModelSpec(Frozen):
     @classmethod
     def _known(cls, value: str | None) -> str | None:
         if value is not None:
-            catalog.require("models", value)
+            try:
+                catalog.require("models", value)
+            except ValueError as exc:  # any model works without a preset: say how
+                raise ValueError(f"{exc}. A model that is not a preset: give `hf_config: path/to/config.json` "
+                                 "(its HuggingFace config.json) or `architecture: {num_hidden_layers: ..., "
+                                 "hidden_size: ..., ...}` instead of `preset:`") from None
         return value
 
     @model_validator(mode="after")

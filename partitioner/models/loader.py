@@ -68,6 +68,7 @@ class _BoundedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._counted: tuple[str, str, str] | None = None  # (key, limit name, what) of the list composed
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
@@ -75,6 +76,12 @@ class _BoundedLoader(yaml.SafeLoader):
             if self._depth > self.max_depth:
                 mark = self.peek_event().start_mark
                 raise ConfigError(exceeded("MAX_YAML_DEPTH", "nesting"), file=self.file, line=mark.line + 1)
+            if self._depth == 2 and isinstance(parent, yaml.MappingNode) and isinstance(index, yaml.ScalarNode):
+                self._counted = _ITEM_LIMITS.get(index.value)
+            elif self._depth == 3 and self._counted and isinstance(parent, yaml.SequenceNode) and index >= limit(self._counted[1]):
+                key, name, what = self._counted  # a top-level list longer than its limit: refused while read
+                raise ConfigError(exceeded(name, f"more than {index:,} {what}"), file=self.file, location=key,
+                                  line=self.peek_event().start_mark.line + 1)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -88,6 +95,11 @@ class _BoundedLoader(yaml.SafeLoader):
             )
         return super().construct_yaml_int(node)
 
+
+#: Top-level lists whose length alone breaks a limit, checked while the YAML is composed (so
+#: `devices: [{}, {}, ...]` with 200,000 items fails after 1,025 of them, not after parsing all):
+#: a profile's `layers` entries each repeat at least once, so more entries than MAX_LAYERS break it.
+_ITEM_LIMITS = {"devices": ("devices", "MAX_DEVICES", "devices"), "layers": ("layers", "MAX_LAYERS", "layer entries")}
 
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
 

@@ -98,6 +98,7 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
     from partitioner.deploy.plan import _launch, _only_usable, _unsupported
     from partitioner.deploy.replica_result import _place
     from partitioner.deploy.serve import serve_inputs
+    from partitioner.errors import InfeasibleError
 
     tp = tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
     if tp == "auto" and select_engine(model, cluster, engine).id in UNIFORM_TP_ENGINES:
@@ -119,7 +120,12 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
 
     nk = node_kinds(cluster)
     values = Values(nk, planner, fits, lambda g: str(cluster.devices[g].node))
-    cands = layouts(nk.counts, values, max_machines)
+    try:
+        cands = layouts(nk.counts, values, max_machines)
+    except InfeasibleError as exc:  # say what the model needs at the workload's batch, and the nearest fix
+        from partitioner.problem import explain_infeasible
+
+        raise InfeasibleError(f"{exc}: {explain_infeasible(build_tables(model, cluster, engine=engine))}") from None
     layout = max(cands, key=lambda c: (c.tokens_per_s, -len(c.vectors)))
     plans = [_place(nk, list(layout.vectors), k, values.memo, planner, cluster) for k in range(len(layout.vectors))]
     fail = failure(nk.counts, layout, values, max_machines)

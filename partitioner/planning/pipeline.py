@@ -129,13 +129,26 @@ def serve_plan(
 
 
 def load_inputs(model: Any, cluster: Any) -> tuple[Any, Any]:
-    """Load model and cluster when given as paths (objects pass through)."""
+    """Load model and cluster when given as paths (objects pass through); the cluster's TP degrees
+    are checked against the model's attention heads once both are loaded."""
+    from partitioner.userfiles import require_regular_file
+
+    for given in (model, cluster):  # a missing or special file fails before pydantic is imported (~0.5 s)
+        if isinstance(given, (str, Path)):
+            require_regular_file(given)
     from partitioner.models import load_cluster, load_model
 
     if isinstance(model, (str, Path)):
         model = load_model(model)
+    shown = str(cluster) if isinstance(cluster, (str, Path)) else None
     if isinstance(cluster, (str, Path)):
         cluster = load_cluster(cluster)
+    arch = getattr(model, "arch", None)
+    problem = cluster.tp_problem(arch.num_attention_heads) if arch is not None and hasattr(cluster, "tp_problem") else None
+    if problem is not None:
+        from partitioner.errors import ConfigError
+
+        raise ConfigError(problem[1], file=shown, location=".".join(problem[0]))
     return model, cluster
 
 

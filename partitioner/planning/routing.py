@@ -14,6 +14,7 @@ llama.cpp) plans with "off". `api.plan` and `partition plan` both call `route`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -87,16 +88,28 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
     if request.replicas == 1 and tp == "off":
         memo[key] = with_metadata(_pipeline(request, progress), model, cluster)
         return memo[key]
+    from partitioner import interrupts
     from partitioner.deploy.plan import SearchStopped, plan_request
 
+    mark = interrupts.count()  # Ctrl-C during the floors: no later floor nor the search starts
     floors: list[tuple[str, Plan | Deployment]] = []
     for label, sub in floor_requests(request, tp):  # solved first, in a fixed order (module doc of floors)
+        if interrupts.since(mark):
+            break
         try:
             floors.append((label, _route(sub, Progress(), memo)))
+        except KeyboardInterrupt:
+            break
         except PartitionerError:
             continue  # no plan of that kind: no floor
     try:
+        if interrupts.since(mark):
+            raise KeyboardInterrupt
         result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas)
+    except KeyboardInterrupt:  # Ctrl-C: the best floor so far, not proven (none: the CLI says so)
+        if not floors:
+            raise
+        result = _stopped(floors, request, None)
     except SearchStopped as exc:  # out of time after the floors: the best floor, with the bound that holds
         if not floors:
             raise
@@ -114,8 +127,9 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
 
 
 def _stopped(floors: list[tuple[str, Plan | Deployment]], request: PlanRequest, exc: Any) -> Plan | Deployment:
-    """The best floor as the answer of a search stopped before its own, not proven, with the
-    search's fluid bound (every deployment's, hence finite and valid) where it asked for replicas."""
+    """The best floor as the answer of a search stopped before its own (`exc` its SearchStopped, or
+    None for Ctrl-C), not proven, with the search's fluid bound (every deployment's, hence finite
+    and valid) where it asked for replicas (none known after Ctrl-C)."""
     from partitioner.planning.floors import as_deployment, better
 
     best = floors[0][1]
@@ -124,13 +138,16 @@ def _stopped(floors: list[tuple[str, Plan | Deployment]], request: PlanRequest, 
             best = r
     if request.replicas == 1:
         return best
-    shell = Deployment(replicas=(), unused=(), optimal=False, upper_bound_tokens_per_s=exc.upper_bound)
+    bound = math.inf if exc is None else float(exc.upper_bound)
+    shell = Deployment(replicas=(), unused=(), optimal=False, upper_bound_tokens_per_s=bound)
     dep = as_deployment(best, shell, request.cluster)
     if not isinstance(dep, Deployment):
         return dep
-    ub = max(exc.upper_bound, dep.tokens_per_s)
-    return dataclasses.replace(dep, optimal=False, upper_bound_tokens_per_s=ub, stopped="time_limit",
-                               notes=(*dep.notes, f"search stopped after its floors: {exc}"))
+    ub = max(bound, dep.tokens_per_s)
+    why = "interrupted (Ctrl-C)" if exc is None else str(exc)
+    return dataclasses.replace(dep, optimal=False, upper_bound_tokens_per_s=ub,
+                               stopped="interrupted" if exc is None or "interrupted" in str(exc) else "time_limit",
+                               notes=(*dep.notes, f"search stopped after its floors: {why}"))
 
 
 def _pipeline(request: PlanRequest, progress: Progress) -> Plan:

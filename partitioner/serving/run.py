@@ -162,9 +162,13 @@ class _Search:
 
     def exact_solve(self, problem: Problem) -> Solution:
         """The solver on `problem`, under the engine's order rule when one is given."""
-        from partitioner import solvers
+        from partitioner import interrupts, solvers
 
-        return solvers.solve(problem, self.solver) if self.rule is None else self.rule.solve(problem)
+        mark = interrupts.count()
+        found = solvers.solve(problem, self.solver) if self.rule is None else self.rule.solve(problem)
+        if interrupts.since(mark):  # Ctrl-C in the solve: the search stops with its best so far
+            raise KeyboardInterrupt
+        return found
 
     def score(self, problem: Problem, sol: Solution, r_lb: float) -> Point:
         m = evaluate(problem, sol.devices, sol.cuts)

@@ -196,7 +196,7 @@ def serving_of(
         capacity_stage=cap.stage, decode_bound=bound,
         round_trip_s=math.fsum([*m.tau.tolist(), *m.d.tolist(), ret]), d_ret_s=ret,
         crossover_in_flight=decode_crossover(m.tau, m.d, ret, regime=regime),
-        ttft_chunked_s=chunked, prefill_chunks=C, gpus=len(devices),
+        ttft_chunked_s=chunked, prefill_chunks=C, gpus=t.gpus(devices),
         kv_tokens=cap.kv_tokens, stage_memory=cap.memory, kv_note=cap.note,
         token_budget=t.token_budget if mix is not None or t.engine_id in SCHEDULED_ENGINES else 0,
         mix=mix, warnings=tuple(warnings),

@@ -233,8 +233,10 @@ def _covered(
     groups = engine_sequences.by_node(problem.tables)
     if engine_sequences.count(engine, groups) > MAX_SUBPROBLEMS:
         raise InputError(
-            f"--engine {engine}: {engine_sequences.count(engine, groups)} device orders to search (limit {MAX_SUBPROBLEMS}); "
-            f"list the devices in an order {engine} launches and plan with --order fixed"
+            f"--engine {engine}: the {len(groups)} nodes can be launched in {engine_sequences.count(engine, groups):,} "
+            f"device orders, too many to search (limit {MAX_SUBPROBLEMS:,}); list the devices in cluster.yaml in the "
+            f"order {engine} launches them (each node's GPUs together) and plan with --order fixed, which searches "
+            "only the splits of that order"
         )
     best: Solution | None = None
     bound_key: tuple[float, ...] | None = None  # min over sub-problems of their (exact) optima

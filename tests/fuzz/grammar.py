@@ -22,18 +22,32 @@ HOSTILE_SCALARS = (
     "9" * 5000, "0x7fffffffffffffff", "1_000_000", "true", "null", "~", "''", '"\\x00"', "[]", "{}", "[1, 2]",
     "a\x00b", "\x1b[31m", "\ufeff", "!!python/object:os.system {}", "*undefined", "&a [*a]", "100000000",
     "2147483648", "-9223372036854775809", "1e-9", "4.85", "bf16", "node-03;touch PWNED;", "a\nb",
+    # tiny and huge *valid* numbers (they must answer promptly: capacity counts in closed form)
+    "1e-12", "1e15", "1e17", "1e18", "2.3e-308", "1e-300",
+    # names that are code: a newline ending a script comment, ESC/OSC/CSI, C1, bidi, DEL
+    "\"h1\\npwned H1\"", "\"evil\\e[2J\"", "\"x\\e]8;;http://a\\e\\\\y\"", "\"c1\\x9b31m\"",
+    "\"bidi\\u202e\"", "\"del\\x7f\"", "\"1.2.3.4;id\"",
 )
+#: Device, node and model names a hostile case may use (YAML double-quoted: the escapes are real).
+HOSTILE_NAMES = ("h1\npwned H1", "evil\x1b[2J", "c1\x9b31m", "bidi\u202e", "tab\tname", "$(pwned)", "a;pwned;",
+                 "1.2.3.4;id", "del\x7f")
 
 NUMBER_TEXTS = ("0", "1", "2.5", "-1", "1e308", "1e-320", "nan", "inf", "-inf", "9" * 30, "9" * 400, "", " ",
                 "1,2", "0.5,1,1,5", "4.6,0.1,0.1", "1e308,1e308", "1,,2", "x", "1e18", "1e19")
 
 
 @st.composite
-def _model_dict(draw: st.DrawFn, clean: bool = False) -> dict[str, object]:
+def _model_dict(draw: st.DrawFn, clean: bool = False, hostile: bool = False) -> dict[str, object]:
     form = draw(st.sampled_from(["layers", "layers", "architecture", "preset"]))
     if form == "preset":
-        return {"preset": draw(st.sampled_from(["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b", "nope"])),
-                "workload": {"batch": draw(st.integers(1, 4)), "context": draw(st.sampled_from([512, 4096]))}}
+        workload: dict[str, object] = {"batch": draw(st.integers(1, 4)), "context": draw(st.sampled_from([512, 4096]))}
+        if draw(st.integers(0, 3)) == 0:  # tiny valid KV sizes: capacity counts must stay O(1)
+            workload["kv_cache"] = draw(st.sampled_from([1e-12, 1e-300, "bf16", 0.5]))
+        out: dict[str, object] = {"preset": draw(st.sampled_from(["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b", "nope"])),
+                                  "workload": workload}
+        if hostile:
+            out["name"] = draw(st.sampled_from(HOSTILE_NAMES))
+        return out
     if form == "architecture":
         return {"architecture": {"num_hidden_layers": draw(st.integers(1, 6)), "hidden_size": 256,
                                  "intermediate_size": 512, "num_attention_heads": 4, "vocab_size": 1000}}
@@ -44,17 +58,31 @@ def _model_dict(draw: st.DrawFn, clean: bool = False) -> dict[str, object]:
         cost = {g: draw(st.sampled_from([1e-4, 2e-3, 0.01, 0.05])) for g in keys}
         layers.append({"name": f"l{i}", "cost": cost, "memory_gb": draw(st.sampled_from([0.1, 1.0, 6.0])),
                        "repeat": draw(st.integers(1, 3)), "out_bytes": 1024})
+        if draw(st.integers(0, 4)) == 0:
+            layers[-1]["kv_bytes_per_token"] = draw(st.sampled_from([1e-9, 1e-300, 1e3, 0.0]))
+        if hostile and i == 0:
+            layers[-1]["name"] = draw(st.sampled_from(HOSTILE_NAMES))
     return {"layers": layers}
 
 
 @st.composite
-def _cluster_dict(draw: st.DrawFn) -> dict[str, object]:
+def _cluster_dict(draw: st.DrawFn, hostile: bool = False) -> dict[str, object]:
     n = draw(st.integers(1, 4))
-    devices = [{"name": f"g{i}", "gpu": draw(st.sampled_from(GPUS)), "node": f"n{draw(st.integers(0, 1))}"}
-               for i in range(n)]
+    devices: list[dict[str, object]] = [
+        {"name": f"g{i}", "gpu": draw(st.sampled_from(GPUS)), "node": f"n{draw(st.integers(0, 1))}"} for i in range(n)]
+    for dev in devices:  # valid but extreme memory: 1e15 GB must answer as fast as 24 GB
+        if draw(st.integers(0, 5)) == 0:
+            dev["memory_gb"] = draw(st.sampled_from([1e15, 1e-3, 0.5, 1e18]))
+    if hostile:
+        dev = devices[draw(st.integers(0, n - 1))]
+        dev[draw(st.sampled_from(["name", "node"]))] = draw(st.sampled_from(HOSTILE_NAMES))
     out: dict[str, object] = {"devices": devices, "order": draw(st.sampled_from(["fixed", "free"]))}
     if draw(st.booleans()):
         out["links"] = {"intra_node": "pcie4", "inter_node": draw(st.sampled_from(["10gbe", "nope"]))}
+    if draw(st.integers(0, 3)) == 0:
+        out["tp"] = draw(st.sampled_from([[1], [1, 2], [2], [3], [16], []]))
+    if hostile and draw(st.booleans()):
+        out["nodes"] = {"n0": {"address": draw(st.sampled_from(["10.0.0.1", "1.2.3.4;id", "h\nx", "::1"]))}}
     return out
 
 
@@ -109,7 +137,8 @@ def yaml_documents(kind: str, clean: bool = False) -> st.SearchStrategy[str]:
     valid = (_model_dict(clean) if kind == "model" else _cluster_dict()).map(_dump_yaml)
     if clean:
         return valid
-    return st.one_of(valid, valid.flatmap(_mutated), st.sampled_from(HOSTILE_DOCUMENTS),
+    named = (_model_dict(hostile=True) if kind == "model" else _cluster_dict(hostile=True)).map(_dump_yaml)
+    return st.one_of(valid, valid.flatmap(_mutated), named, st.sampled_from(HOSTILE_DOCUMENTS),
                      st.text(max_size=200))
 
 
@@ -222,5 +251,5 @@ SENSIBLE = {
     "template": ("llama-3.2-1b",), "device_id": ("g0=0", "g1=1"), "rpc_endpoint": ("g1=h:5000",),
     "without": ("g1",), "with_": ("rtx-3090@n0",), "link": ("g0:g1=0.05,100",), "regime": ("blocking", "async"),
     "phase": ("prefill", "decode"), "label": ("rtx-3090",), "batch_text": ("1",), "tokens_text": ("128",),
-    "pareto_max_M": ("4",), "time_limit": ("5",), "plan_M": ("8",), "batch": ("1",), "tokens": ("128",),
+    "pareto_max_M": ("4",), "time_limit": ("1",), "plan_M": ("8",), "batch": ("1",), "tokens": ("128",),
 }

@@ -36,6 +36,8 @@ __all__ = ["Case", "Outcome", "commands", "cases_for", "run_case", "problems", "
 #: A case that takes longer is a failure (`partition plan` on the seed example takes about 1 s).
 CASE_SECONDS = 20.0
 EXIT_CODES = frozenset({0, 2, 3, 4})
+#: `export --strict` (and `plan --export --strict`) refusals: partitioner.export.base.STRICT_EXIT_CODES.
+STRICT_CODES = frozenset({3, 5, 6})
 #: Lines a failing command may print before its error (what it announced while it worked); a
 #: solver failure (exit 3 or 4) may also follow the solver's progress lines (indented). Bad input
 #: (exit 2) must be found before any work, so there it is one line, or warnings and the line.
@@ -64,6 +66,7 @@ class Outcome:
     stderr: str
     seconds: float
     exception: BaseException | None
+    args: list[str] = field(default_factory=list)
 
 
 class CaseTimeout(BaseException):
@@ -218,9 +221,9 @@ def run_case(case: Case, where: Path, seconds: float = CASE_SECONDS) -> Outcome:
         os.chdir(where)
         res = runner.invoke(main, args, prog_name="partition", catch_exceptions=True)
         exception = res.exception if not isinstance(res.exception, SystemExit) else None
-        return Outcome(res.exit_code, res.stdout, res.stderr, time.perf_counter() - start, exception)
+        return Outcome(res.exit_code, res.stdout, res.stderr, time.perf_counter() - start, exception, list(case.args))
     except CaseTimeout as exc:
-        return Outcome(-1, "", "", time.perf_counter() - start, exc)
+        return Outcome(-1, "", "", time.perf_counter() - start, exc, list(case.args))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -234,16 +237,18 @@ def problems(outcome: Outcome) -> list[str]:
         return [f"no result within {CASE_SECONDS} s"]
     if outcome.exception is not None:
         found.append(f"escaped exception {type(outcome.exception).__name__}: {outcome.exception}")
-    if outcome.exit_code not in EXIT_CODES:
-        found.append(f"exit code {outcome.exit_code} not in {sorted(EXIT_CODES)}")
+    codes = EXIT_CODES | (STRICT_CODES if "--strict" in outcome.args else frozenset())
+    if outcome.exit_code not in codes:
+        found.append(f"exit code {outcome.exit_code} not in {sorted(codes)}")
     if "Traceback (most recent call last)" in outcome.stdout + outcome.stderr:
         found.append("traceback printed")
-    if outcome.exit_code not in (0, -1):
+    if outcome.exit_code not in (0, -1):  # every refusal, strict ones included, is one error line
         lines = outcome.stderr.splitlines()
         errors = [line for line in lines if line.startswith("error: ")]
         if len(errors) != 1 or not lines or lines[-1] != errors[0]:
             found.append(f"stderr is not one error line at the end: {outcome.stderr[-400:]!r}")
-        allowed = ALLOWED_EXTRA + (PROGRESS if outcome.exit_code in (3, 4) else ())
+        # progress lines appear after a second of work, so on a loaded machine before any failure
+        allowed = ALLOWED_EXTRA + PROGRESS
         extra = [line for line in lines[:-1] if not line.startswith(allowed)]
         if extra:
             found.append(f"unexpected stderr lines before the error: {extra[:3]!r}")
@@ -258,3 +263,87 @@ def all_commands_strategy() -> st.SearchStrategy[Case]:
 def iter_command_names() -> Iterator[str]:
     for path, _ in commands():
         yield " ".join(path)
+
+
+@dataclass
+class Run:
+    """What `run_many` tried: cases per command, each failure (case, problems, stderr tail) and
+    the time of every case."""
+
+    seed: int
+    tried: dict[str, int] = field(default_factory=dict)
+    failures: list[tuple[str, list[str], str]] = field(default_factory=list)
+    timings: list[tuple[float, str]] = field(default_factory=list)
+
+    @property
+    def cases(self) -> int:
+        return sum(self.tried.values())
+
+
+def run_many(cases: int, seed: int, chosen: list[tuple[tuple[str, ...], click.Command]] | None = None,
+             until: float | None = None, batch_size: int = 200, workers: int = 1) -> Run:
+    """`cases` generated cases over `chosen` commands (all by default), in batches of `batch_size`
+    with consecutive hypothesis seeds derived from `seed`; with `until` (a time.monotonic()
+    deadline), as many whole batches as fit instead. `workers` > 1 splits the cases over that
+    many forked processes (worker w draws from seed·workers + w), so a run and its replay with the
+    same seed and workers try the same cases. Shared by tests/fuzz/test_fuzz_scale.py (CI: 10,000
+    cases) and benchmarks/fuzz.py."""
+    if workers > 1:
+        import multiprocessing
+
+        shares = [(cases * (w + 1)) // workers - (cases * w) // workers for w in range(workers)]
+        paths = None if chosen is None else [p for p, _ in chosen]  # commands do not pickle: names do
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.starmap(_run_share_of, [(n, seed * workers + w, paths, until, batch_size)
+                                                 for w, n in enumerate(shares)])
+        out = Run(seed)
+        for part in parts:
+            for name, n in part.tried.items():
+                out.tried[name] = out.tried.get(name, 0) + n
+            out.failures += part.failures
+            out.timings += part.timings
+        return out
+    return _run_share(cases, seed, chosen, until, batch_size)
+
+
+def _run_share_of(cases: int, seed: int, paths: list[tuple[str, ...]] | None, until: float | None,
+                  batch_size: int) -> Run:
+    chosen = None if paths is None else [(p, c) for p, c in commands() if p in paths]
+    return _run_share(cases, seed, chosen, until, batch_size)
+
+
+def _run_share(cases: int, seed: int, chosen: list[tuple[tuple[str, ...], click.Command]] | None,
+               until: float | None, batch_size: int) -> Run:
+    import tempfile
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as seed_
+
+    chosen = commands() if chosen is None else chosen
+    out = Run(seed)
+
+    def batch(batch_seed: int, examples: int) -> None:
+        @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+                  suppress_health_check=list(HealthCheck))
+        @given(st.sampled_from(chosen).flatmap(lambda pc: cases_for(*pc)))
+        def one(case: Case) -> None:
+            with tempfile.TemporaryDirectory() as where:
+                outcome = run_case(case, Path(where))
+            words = [a for a in case.args if a not in ("--force", "--bogus", "-h", "--")]
+            name = next((" ".join(p) for p, _ in chosen if words[: len(p)] == list(p)), words[0] if words else "")
+            out.tried[name] = out.tried.get(name, 0) + 1
+            out.timings.append((outcome.seconds, case.describe()[:200]))
+            found = problems(outcome)
+            if found:
+                out.failures.append((case.describe()[:400], found, outcome.stderr[-300:]))
+
+        seed_(batch_seed)(one)()
+
+    k = 0
+    while (until is None and out.cases < cases) or (until is not None and time.monotonic() < until):
+        before = out.cases
+        batch(seed * 100_003 + k, batch_size if until is not None else min(batch_size, cases - out.cases))
+        k += 1
+        if out.cases == before:  # hypothesis found nothing new to try: stop rather than spin
+            break
+    return out

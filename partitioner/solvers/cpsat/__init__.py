@@ -76,6 +76,9 @@ def solve(
     InfeasibleError when no plan fits and SolverError when CP-SAT finds no plan in time;
     Ctrl-C returns the best plan so far (status "INTERRUPTED").
     """
+    from partitioner.interrupts import no_new_solve
+
+    no_new_solve()  # after Ctrl-C in this command, no new solve starts
     if budget is None:
         budget = Budget(problem.time_limit_s, progress)  # None: limited in work (search.py doc)
     clock = time.perf_counter()
@@ -84,6 +87,9 @@ def solve(
         seed = _seed(problem, hint, use_dp, budget)
         model, v = cpmodel.build(problem, ticks)
     except (KeyboardInterrupt, TimeUp) as exc:
+        # stopped in the DP seed or the model build: the best plan so far keeps a valid bound even
+        # when the stop came before any phase recorded one (the cheap bound, no LP: quick after Ctrl-C)
+        budget.bound(_quick_bound(problem))
         found = budget.best_solution("INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "TIME_LIMIT")
         if found is None:
             raise
@@ -196,6 +202,16 @@ def _static_bound(problem: Problem) -> float:
         from partitioner.solvers.bounds import lower_bound
 
         return float(lower_bound(problem))
+    except PartitionerError:
+        return 0.0
+
+
+def _quick_bound(problem: Problem) -> float:
+    """bounds.lower_bound without its LP (memory floor, makespan bound); 0 if it cannot be computed."""
+    try:
+        from partitioner.solvers.bounds import lower_bound
+
+        return float(lower_bound(problem, lp=False))
     except PartitionerError:
         return 0.0
 

@@ -106,6 +106,9 @@ def solve(problem: Problem, budget: Budget | None = None, **_: object) -> Soluti
     if capped(problem):
         raise InputError(f"dp does not take a stage cap (max_stages {problem.max_stages}); use --solver cpsat, "
                          "brute or auto")
+    from partitioner.interrupts import no_new_solve
+
+    no_new_solve()  # after Ctrl-C in this command, no new solve starts
     lattice = _lattice_applies(problem)
     if not lattice and not distinct.applies(problem):
         raise InputError(f"dp does not apply to this instance ({work(problem)}); use --solver cpsat or auto")

@@ -10,6 +10,8 @@ for every u > k, grouped by identical link (alpha, beta) from k.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from partitioner.solvers.dp.kernel import sources
@@ -83,12 +85,14 @@ def windows(T: DPTables, B: float) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def fixed_stages(T: DPTables, mode: str, tau_cap: float, sigma_cap: float) -> Plan:
+def fixed_stages(T: DPTables, mode: str, tau_cap: float, sigma_cap: float,
+                 check: Callable[[], None] | None = None) -> Plan:
     """Exact min of max sigma ("max") or of sum sigma ("sum") over fixed-order plans whose stages
     all have tau <= tau_cap and (sum mode) sigma <= sigma_cap. Device u pulls, for every earlier
     k, the relaxation of k through the link class (k, u); relaxations are shared per link class.
     Only the starts inside each device's window (`windows`) are computed: at a tight cap a few
-    layers per device instead of L + 1; the closing stage is taken for all devices at once."""
+    layers per device instead of L + 1; the closing stage is taken for all devices at once.
+    `check` (the budget's) runs before each device's relaxation: it raises to stop the step."""
     G, L, J, nl = T.G, T.L, T.L + 1, len(T.D)
     lo, hi = windows(T, min(tau_cap, sigma_cap) if mode != "max" else tau_cap)
     out_W = np.full((G, nl, J), np.inf)
@@ -97,6 +101,8 @@ def fixed_stages(T: DPTables, mode: str, tau_cap: float, sigma_cap: float) -> Pl
     pk = np.full((G, J), -1, dtype=np.int64)
     e_lo, e_hi = np.full(G, J, dtype=np.int64), np.full(G, -1, dtype=np.int64)
     for u in range(G):
+        if check is not None:
+            check()
         a, b = int(lo[u]), int(hi[u])
         if a > b:
             continue

@@ -102,7 +102,7 @@ class Space:
         if self.check is not None:
             self.check()
         if self.fine is None:
-            return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap))
+            return self._seen("stages", fixed_stages(self.tables, mode, tau_cap, sigma_cap, check=self.check))
         T, lat = self.tables, self.fine
 
         def banded() -> Plan:
