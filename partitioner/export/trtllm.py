@@ -93,7 +93,7 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
         steps = [Step(head, tuple(mpi), (), "serve from the first node (MPI starts one rank per GPU, node by node)", (options_file, yaml_text))]
         for n, idx in node_runs(view):
             devs = rank_devices(view, ords, idx)
-            warnings.append(f"on node {n!r} set CUDA_VISIBLE_DEVICES={devs} for the MPI ranks (stage order)")
+            warnings.append(f"on node {n!r} set CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={devs} for the MPI ranks (stage order)")
     header = [f"TensorRT-LLM: pipeline rank k runs stage k (tensor parallel {tp}"
               + (f": rank = pp_rank * {tp} + tp_rank" if tp > 1 else "") + ")", *[line[2:] for line in rank_comments(view)]]
     return Export("trtllm", listing(header, steps), tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps), not view.feasible)

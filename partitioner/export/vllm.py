@@ -1,49 +1,55 @@
-"""vLLM: `vllm serve` with `VLLM_PP_LAYER_PARTITION`, on one host or over Ray across hosts.
+"""vLLM: `vllm serve` with `VLLM_PP_LAYER_PARTITION`, on one host or across hosts.
 
-Rules, read from vllm-project/vllm (main, V1 engine; `vllm/v1/executor/ray_executor.py` at
-commit 016b964):
+Rules, read from vllm-project/vllm 0.33.0 (the wheel on PyPI; V1 engine):
 - Layer split: `vllm/distributed/utils.py::get_pp_indices` reads `VLLM_PP_LAYER_PARTITION`
   and raises ValueError unless every entry parses as int, `len == pp_size` and
   `sum == num_hidden_layers` (`validate_partition`); entries may be 0. Rank k takes decoder
   layers [sum(p[:k]), sum(p[:k+1])); the embedding is on rank 0, the LM head on the last.
 - One host (multiprocessing executor): rank k uses the k-th device of `CUDA_VISIBLE_DEVICES`,
   so any stage order is expressible.
-- Across hosts (Ray executor): `RayDistributedExecutor._init_workers_ray` sorts the workers
-  by `sort_by_driver_then_worker_ip` = (not on the driver's node, number of workers on the
-  node, IP string) and gives the k-th worker of a node its k-th smallest GPU id
-  (`node_gpus[node_id] = sorted(gpu_ids)`, `local_rank = node_workers[node_id].index(rank)`);
-  a per-node `CUDA_VISIBLE_DEVICES` order is lost. `ray_rank_order` replays this; a plan is
-  expressible iff the replay equals its stage order (`ray_realises`). Rank = pp_rank * tp + tp_rank.
-  The IP string is the node's `address:` from cluster.yaml; where it is missing the node
-  name stands in for it, and every tie it breaks is reported as an assumption.
+- Across hosts, multiprocessing (`--nnodes N --node-rank r --master-addr --master-port`, the
+  other nodes `--headless`): `MultiprocExecutor._get_parallel_sizes` asserts
+  `world_size % nnodes_within_dp == 0`, every node runs `local_world_size = world_size // nnodes`
+  workers and node r's global ranks start at `local_world_size * node_rank_within_dp`
+  (`vllm/v1/executor/multiproc_executor.py::MultiprocExecutor._init_executor`); local rank k
+  uses the k-th visible device (`ParallelConfig.get_local_gpu_index` returns the local rank
+  when nnodes > 1). Deterministic, so it is used whenever every node holds the same number of
+  ranks and the nodes' ranks are consecutive.
+- Across hosts, Ray (`--distributed-executor-backend ray`, `RayExecutorV2` in
+  `vllm/v1/executor/ray_executor_v2.py::_init_executor`): ranks follow
+  `vllm/v1/executor/ray_utils.py::get_bundles_sorted_by_node`, which sorts the placement
+  group's bundles by (not on the driver's node, Ray node id); node ids are random hex
+  strings, so only the driver's node is placed first for sure. Within a node the k-th worker
+  gets the node's k-th smallest physical GPU id (`node_physical_gpu_ids[node] = sorted(...)`,
+  `local_rank = node_workers[node].index(i)`). `ray_rank_order` replays this for given node
+  ids; the Ray launch is deterministic only for two hosts (the driver's and one other).
+  `VLLM_RAY_BUNDLE_INDICES` only picks bundles, and Ray decides which node holds a bundle
+  (`ray.util.placement_group(..., strategy="PACK")` in `initialize_ray_cluster`), so it cannot
+  fix the order. Plans over 3 or more hosts with unequal GPU counts per host are therefore
+  marked not expressible. `ray_realises` says whether the export's launch places every rank.
 - Tensor parallelism (`--tensor-parallel-size`): one degree for every stage
   (`vllm/config/parallel.py::ParallelConfig.tensor_parallel_size`, a single int). Global rank
-  = pp_rank * tp + tp_rank: `vllm/distributed/parallel_state.py::initialize_model_parallel`
-  reshapes `arange(world_size)` to (-1, dp, pp, tp), and `RayDistributedExecutor._init_workers_ray`
-  builds `pp_tp_workers[pp_rank]` from `workers[pp_rank * tp + tp_rank]` (ray_executor.py at
-  commit ff583b3, which also sets each worker's CUDA_VISIBLE_DEVICES to all of its node's
-  sorted GPU ids and indexes it by local_rank). So the TP group of
-  stage s is ranks [s*tp, (s+1)*tp): on one host `CUDA_VISIBLE_DEVICES` lists stage 0's group,
-  then stage 1's, ...; over Ray a node's consecutive ranks take its GPUs in ascending id, so a
-  plan is expressible iff on every node the groups, in stage order, hold ascending GPU ids
-  (`ray_realises` on the expanded rank list; each group listed in ascending id).
+  = pp_rank * tp + tp_rank (`vllm/distributed/parallel_state.py::initialize_model_parallel`
+  reshapes `arange(world_size)` to (-1, dp, pp, tp)), so the TP group of stage s is ranks
+  [s*tp, (s+1)*tp): `CUDA_VISIBLE_DEVICES` lists stage 0's group, then stage 1's, ...; under
+  Ray a node's consecutive ranks take its GPUs in ascending id, so each node's groups, in
+  stage order, must hold ascending GPU ids.
 - Data parallelism (`--data-parallel-size N`, identical replicas): on one host, local DP rank d
   runs on visible devices [d * world_size, (d+1) * world_size), world_size = pp * tp: current
   main offsets each worker's device index (`vllm/v1/worker/gpu_worker.py::Worker.init_device`,
   local_rank += dp_local_rank * pp * tp); older V1 releases set CUDA_VISIBLE_DEVICES per DP
   rank to the same block (`vllm/v1/engine/utils.py::get_device_indices`);
   `partitioner.export.deployment` prints that launch beside the per-replica ones.
-- The multiprocessing executor across hosts (`--nnodes`) is not used: it asserts
-  `world_size % nnodes_within_dp == 0` and gives every node `local_world_size` consecutive
-  ranks (`vllm/v1/executor/multiproc_executor.py::MultiprocExecutor._get_parallel_sizes`),
-  i.e. the same number of GPUs on every node, which heterogeneous plans rarely have.
+- Older releases (`--engine-version`, rules per version in presets/engines.yaml): up to 0.11
+  the Ray executor (`RayDistributedExecutor._init_workers_ray`, vllm/v1/executor/ray_executor.py)
+  sorted workers by (not driver, workers on the node, IP string), which `ray_rank_order` also
+  replays (`rule="ip"`).
 - Minimum compute capability 7.0 (docs/getting_started/installation/gpu.cuda.inc.md,
   "GPU: compute capability 7.0 or higher", v0.14 docs).
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 
 from partitioner.export.base import Export, ends_cannot_express, plan_warnings, uniform_tp, unsupported_gpus
@@ -74,43 +80,62 @@ def validate_partition(partition_str: str, pp_size: int, num_hidden_layers: int)
     return partitions
 
 
-def ray_rank_order(workers: Sequence[tuple[str, int]], driver_ip: str) -> list[tuple[str, int]]:
-    """(ip, GPU id) of rank 0, 1, ... for Ray workers created as `workers` (ip, GPU id).
+def ray_rank_order(workers: Sequence[tuple[str, int]], driver: str, node_ids: Mapping[str, str] | None = None,
+                   rule: str = "node_id") -> list[tuple[str, int]]:
+    """(node, GPU id) of rank 0, 1, ... for Ray workers created as `workers` (node, GPU id).
 
-    A pure replay of `RayDistributedExecutor._init_workers_ray`: stable sort by
-    (ip != driver_ip, workers on that ip, ip), then the k-th worker of an ip gets the k-th
-    smallest GPU id of that ip.
+    rule "node_id" (vLLM 0.33.0, `get_bundles_sorted_by_node`): stable sort by (node != driver,
+    Ray node id of the node; `node_ids`, default the node itself); rule "ip" (older
+    `RayDistributedExecutor._init_workers_ray`): by (node != driver, workers on that node, node IP
+    = the node string). Then the k-th worker of a node gets that node's k-th smallest GPU id.
     """
+    ids = dict(node_ids or {})
     counts: dict[str, int] = {}
-    for ip, _ in workers:
-        counts[ip] = counts.get(ip, 0) + 1
-    ranked = sorted(workers, key=lambda w: (0 if w[0] == driver_ip else 1, counts[w[0]], w[0]))
-    gpus = {ip: sorted(g for i, g in workers if i == ip) for ip in counts}
+    for node, _ in workers:
+        counts[node] = counts.get(node, 0) + 1
+    if rule == "ip":
+        ranked = sorted(workers, key=lambda w: (0 if w[0] == driver else 1, counts[w[0]], w[0]))
+    else:
+        ranked = sorted(workers, key=lambda w: (0 if w[0] == driver else 1, ids.get(w[0], w[0])))
+    gpus = {node: sorted(g for n, g in workers if n == node) for node in counts}
     seen: dict[str, int] = {}
     out = []
-    for ip, _ in ranked:
-        k = seen.get(ip, 0)
-        seen[ip] = k + 1
-        out.append((ip, gpus[ip][k]))
+    for node, _ in ranked:
+        k = seen.get(node, 0)
+        seen[node] = k + 1
+        out.append((node, gpus[node][k]))
     return out
 
 
-def ray_realises(stages: Sequence[tuple[str, int]], address: Mapping[str, str]) -> bool:
-    """Whether Ray, driven from stage 0's node, ranks (node, ordinal) `stages` in this order."""
-    ips = [(address.get(n, n), g) for n, g in stages]
-    return ray_rank_order(ips, ips[0][0]) == ips
+def _runs(nodes: Sequence[str]) -> list[str]:
+    return [n for k, n in enumerate(nodes) if k == 0 or nodes[k - 1] != n]
 
 
-def _assumed_ties(view: PlanView) -> list[str]:
-    """Non-driver nodes with equal stage counts whose order rests on an assumed address."""
-    head = view.stages[0].node
-    count = {n: sum(st.tp for st in view.stages if st.node == n) for n in view.nodes}  # Ray workers per node
-    out = []
-    others = [n for n in view.nodes if n != head]
-    for a, b in itertools.pairwise(others):
-        if count[a] == count[b] and (view.address(a) is None or view.address(b) is None):
-            out.append(f"{a!r} before {b!r}")
-    return out
+def multiproc_nodes(stages: Sequence[tuple[str, int]]) -> bool:
+    """Whether the multiprocessing multi-node launch places these ranks: every node's ranks
+    consecutive and every node holding the same number (world_size % nnodes == 0)."""
+    nodes = [n for n, _ in stages]
+    runs = _runs(nodes)
+    return len(runs) == len(set(runs)) and len({nodes.count(n) for n in runs}) == 1
+
+
+def ray_realises(stages: Sequence[tuple[str, int]], address: Mapping[str, str] | None = None, rule: str = "node_id") -> bool:
+    """Whether the vLLM launch the export prints runs (node, ordinal) `stages` in this rank order
+    (stage 0's node drives): one host, the multiprocessing multi-node launch, or Ray with the
+    rank order certain (rule "node_id": two hosts, each node's GPUs ascending; rule "ip": the
+    replay by address equals the plan)."""
+    nodes = [n for n, _ in stages]
+    if len(set(nodes)) == 1:
+        return True
+    runs = _runs(nodes)
+    if len(runs) != len(set(runs)):
+        return False
+    if rule == "ip":
+        ips = [(dict(address or {}).get(n, n), g) for n, g in stages]
+        return ray_rank_order(ips, ips[0][0], rule="ip") == ips
+    if multiproc_nodes(stages):
+        return True
+    return len(runs) == 2 and ray_rank_order(stages, nodes[0]) == list(stages)
 
 
 def vllm_flags(view: PlanView) -> tuple[list[str], list[str]]:
@@ -144,10 +169,17 @@ def render_vllm(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Ex
         env = (("CUDA_VISIBLE_DEVICES", rank_devices(view, ords)), ("VLLM_PP_LAYER_PARTITION", partition))
         note = "serve (rank k = k-th visible GPU" + (f"; stage s = ranks {tp}s..{tp}s+{tp - 1})" if tp > 1 else ")")
         steps.append(Step(head, tuple(serve + flags), env, note))
+    elif _mp_launch(view, ords):
+        steps = _mp_steps(view, ords, [*serve, *flags], partition)
+        header.append(f"multiprocessing over {len(view.nodes)} hosts: node rank r runs global ranks "
+                      f"[r*{view.S * tp // len(view.nodes)}, (r+1)*{view.S * tp // len(view.nodes)})")
     else:
         steps, more = _ray_steps(view, ords, [*serve, "--distributed-executor-backend", "ray", *flags], partition)
         warnings += more[0]
         cannot += more[1]
+    bad_hosts = [n for n in view.nodes if len(view.nodes) > 1 and view.address(n) is None and not is_host_name(n)]
+    if bad_hosts:
+        warnings.append(f"node names {bad_hosts!r} are not host names: set nodes: NAME: address: in cluster.yaml")
     for s, c in enumerate(view.decoder_counts):
         if c == 0:
             warnings.append(
@@ -171,23 +203,22 @@ def _ray_steps(view: PlanView, ords: Mapping[str, int], serve: list[str], partit
     address = {n: view.address(n) or n for n in view.nodes}
     groups = group_ordinals(view, ords)
     planned = [(st.node, g) for st, grp in zip(view.stages, groups, strict=True) for g in grp]  # global rank order
-    if not cannot and not ray_realises(planned, address):
-        actual = ray_rank_order([(address[n], g) for n, g in planned], address[head])
-        back = {v: k for k, v in address.items()}
+    if not cannot and len(view.nodes) > 2:
         cannot.append(
-            "vLLM's Ray executor ranks GPUs by (driver node first, nodes with fewer workers, IP) and by "
-            f"ascending GPU id within a node: it would run {[(back[ip], g) for ip, g in actual]} instead of the "
-            f"plan's {planned} (rank order); re-plan with `partition plan --engine vllm`"
+            f"vLLM's Ray executor puts the driver's node first and orders the other {len(view.nodes) - 1} nodes by their "
+            "random Ray node id (vllm/v1/executor/ray_utils.py::get_bundles_sorted_by_node), and its multiprocessing "
+            "launch needs the same number of GPUs on every node: no launch places these ranks for certain; "
+            "re-plan with `partition plan --engine vllm`"
+        )
+    elif not cannot and not ray_realises(planned, address):
+        actual = ray_rank_order(planned, head)
+        cannot.append(
+            "vLLM's Ray executor hands a node's GPUs to its ranks in ascending GPU id: it would run "
+            f"{actual} instead of the plan's {planned} (rank order); re-plan with `partition plan --engine vllm`"
         )
     missing = [n for n in view.nodes if view.address(n) is None]
     if missing:
-        warnings.append(
-            f"no address: for nodes {missing} in cluster.yaml: their node names are used as host names and as the "
-            "IP strings vLLM orders ranks by" + (f" (this decides {', '.join(_assumed_ties(view))})" if _assumed_ties(view) else "")
-        )
-    bad_hosts = [n for n in missing if not is_host_name(n)]
-    if bad_hosts:
-        warnings.append(f"node names {bad_hosts!r} are not host names: set nodes: NAME: address: in cluster.yaml")
+        warnings.append(f"no address: for nodes {missing} in cluster.yaml: their node names are used as host names")
     head_addr = address[head]
     port = ray_port(view)
     steps = []
@@ -203,3 +234,30 @@ def _ray_steps(view: PlanView, ords: Mapping[str, int], serve: list[str], partit
     env2 += [("RAY_ADDRESS", f"{head_addr}:{port}")] if view.replica is not None else []
     steps.append(Step(head, tuple(serve), tuple(env2), "serve, once every node has joined (`ray status`)"))
     return steps, (warnings, cannot)
+
+
+MASTER_PORT = 29501  # ParallelConfig.master_port's default (vllm/config/parallel.py)
+
+
+def _mp_launch(view: PlanView, ords: Mapping[str, int]) -> bool:
+    """Whether the multiprocessing multi-node launch applies: consecutive nodes, equal rank counts."""
+    groups = group_ordinals(view, ords)
+    return multiproc_nodes([(st.node, g) for st, grp in zip(view.stages, groups, strict=True) for g in grp])
+
+
+def _mp_steps(view: PlanView, ords: Mapping[str, int], serve: list[str], partition: str) -> list[Step]:
+    """`vllm serve --nnodes N --node-rank r --headless` on every other node, then node rank 0 (the
+    API server) on stage 0's node; each node's CUDA_VISIBLE_DEVICES lists its ranks' GPUs in order."""
+    order = _runs([st.node for st in view.stages])
+    head = order[0]
+    mp = ["--nnodes", str(len(order)), "--master-addr", view.address(head) or head,
+          "--master-port", str(MASTER_PORT + (view.replica or 0))]
+    steps = []
+    for r, node in [*list(enumerate(order))[1:], (0, head)]:
+        idx = [s for s, st in enumerate(view.stages) if st.node == node]
+        env = (("CUDA_VISIBLE_DEVICES", rank_devices(view, ords, idx)), ("VLLM_PP_LAYER_PARTITION", partition))
+        argv = [*serve, *mp, "--node-rank", str(r)] + (["--headless"] if r else [])
+        note = (f"node rank {r} (headless workers), before or with node rank 0" if r
+                else "node rank 0: the API server (the other nodes' headless workers join it)")
+        steps.append(Step(node, tuple(argv), env, note))
+    return steps
