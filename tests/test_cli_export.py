@@ -43,6 +43,7 @@ def test_export_vllm(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--device-id", "gpu0=0", "--device-id", "gpu1=1"])
     assert r.exit_code == 0, r.output
     assert r.stdout == (
+        "# for vLLM 0.33.0\n"
         "# vLLM: pipeline rank k runs stage k (2 ranks, tensor parallel 1)\n"
         "# rank 0: device 'gpu0' (rtx-3090) on node 'box', decoder layers 0-2 + embedding\n"
         "# rank 1: device 'gpu1' (rtx-3090) on node 'box', decoder layers 3-5 + LM head\n"

@@ -74,6 +74,7 @@ def megatron_check(layout: str, pp: int, num_layers: int) -> None:
 def test_vllm_one_host() -> None:
     out = render(ONE_HOST, "vllm", ordinals=ORDS)
     assert out.text == (
+        "# for vLLM 0.33.0\n"
         "# vLLM: pipeline rank k runs stage k (4 ranks, tensor parallel 1)\n"
         "# rank 0: device 'gpu2' (a100-80gb) on node 'box', decoder layers 0-1 + embedding\n"
         "# rank 1: device 'gpu0' (a100-80gb) on node 'box', decoder layers 2-4\n"
@@ -121,6 +122,7 @@ def test_ordinals_follow_the_cluster_listing_before_names() -> None:
 def test_llamacpp_one_host_and_replay() -> None:
     out = render(ONE_HOST, "llamacpp", ordinals=ORDS)
     assert out.text == (
+        "# for llama.cpp ggml-org/llama.cpp@0c1e57098 (vendored in llama-cpp-python 0.3.36)\n"
         "# llama.cpp: layer split over 4 devices in pipeline order (n_layer 10 + output)\n"
         "# CUDA2: positions 0-1\n"
         "# CUDA0: positions 2-4\n"
@@ -142,6 +144,7 @@ def test_llamacpp_one_host_and_replay() -> None:
 def test_llamacpp_two_hosts_embedding_only_stage() -> None:
     out = render(TWO_HOSTS, "llamacpp", ordinals={"gpu0": 0, "gpu1": 1, "gpu2": 0})
     assert out.text == (
+        "# for llama.cpp ggml-org/llama.cpp@0c1e57098 (vendored in llama-cpp-python 0.3.36)\n"
         "# llama.cpp: layer split over 2 devices in pipeline order (n_layer 10 + output)\n"
         "# CUDA1: positions 0-3\n"
         "# RPC0: positions 4-10 (the last is the output layer)\n"

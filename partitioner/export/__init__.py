@@ -56,11 +56,13 @@ def render(
     *,
     ordinals: Mapping[str, int] | None = None,
     endpoints: Mapping[str, str] | None = None,
+    engine_version: str | None = None,
 ) -> Export:
     """The text `target` takes for `plan`, with warnings and what it cannot express.
 
     ordinals: CUDA ordinal per device name (else inferred, with a warning);
-    endpoints: llama.cpp rpc-server host:port per remote device (else `<address or node>:50052+k`).
+    endpoints: llama.cpp rpc-server host:port per remote device (else `<address or node>:50052+k`);
+    engine_version: the engine release to write for (`partitioner.export.versions`; None: the newest listed).
     """
     if target not in REGISTRY:
         raise InputError(f"unknown export target {target!r}; valid targets: {', '.join(TARGETS)}")
@@ -70,6 +72,15 @@ def render(
         dv = plan if isinstance(plan, DeploymentView) else parse_deployment(plan)
         return render_deployment(dv, target, ordinals, endpoints)
     view = view_of(plan)
+    if engine_version is not None:
+        if target not in ENGINES:
+            raise InputError(f"--engine-version applies to launch targets ({', '.join(ENGINES)}), not {target!r}")
+        import dataclasses
+
+        from partitioner.export.versions import release
+
+        release(target, engine_version)  # an unknown release is refused before anything is rendered
+        view = dataclasses.replace(view, engine_version=engine_version)
     module, name, takes_ords, takes_eps, _ = REGISTRY[target]
     fn = getattr(importlib.import_module(module), name)
     args: list[Any] = [view]

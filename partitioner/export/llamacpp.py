@@ -53,6 +53,7 @@ from partitioner.errors import InputError
 from partitioner.export.base import Export, plan_warnings, unsupported_gpus
 from partitioner.export.devices import cuda_ordinals
 from partitioner.export.shell import Step, cuda_env, is_host_name, is_ipv6, listing
+from partitioner.export.versions import release, version_line
 from partitioner.export.view import PlanView
 from partitioner.export.workload import launchable
 from partitioner.solvers.baselines.memory import counts_per_device
@@ -197,7 +198,8 @@ def render(
     needs = tuple(eps[u.device] for u in remote if is_host_name(eps[u.device].rsplit(":", 1)[0]))
     env = _PCI_ORDER if any(u.node == head for u in kept) else ()  # --device CUDA<ordinal> names
     steps.append(Step(head, tuple(argv), env, "serve (after every rpc-server is up)", needs=needs))
-    header = [f"llama.cpp: layer split over {len(kept)} devices in pipeline order (n_layer {n_layer} + output)"]
+    header = [version_line("llamacpp", view.engine_version),
+              f"llama.cpp: layer split over {len(kept)} devices in pipeline order (n_layer {n_layer} + output)"]
     header += [line[2:] for line in _positions(names, actual, n_layer)]
     return Export("llamacpp", listing(header, steps), tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps), not view.feasible)
 
@@ -221,7 +223,8 @@ def _row_split(view: PlanView, ords: Mapping[str, int], warnings: list[str]) -> 
     warnings.append("--split-mode row splits each weight matrix by rows over the group; the KV cache and the "
                     "small tensors stay on --main-gpu (the first listed device)")
     steps = [Step(st.node, tuple(argv), _PCI_ORDER, f"serve on TP group {list(st.group)!r} (tensor parallel {st.tp}, row split)")]
-    header = [f"llama.cpp: one stage, tensor parallel {st.tp} as --split-mode row over {', '.join(names)}"]
+    header = [version_line("llamacpp", view.engine_version),
+              f"llama.cpp: one stage, tensor parallel {st.tp} as --split-mode row over {', '.join(names)}"]
     return Export("llamacpp", listing(header, steps), tuple(warnings), (), tuple(unsupported), tuple(steps), not view.feasible)
 
 
@@ -236,10 +239,11 @@ def _model_path(view: PlanView, warnings: list[str]) -> str:
 def _context_flags(view: PlanView, warnings: list[str]) -> list[str]:
     """-c is the context of all slots together; -np slots (llama-server server-context.cpp: n_ctx / n_parallel each)."""
     w = launchable(view)
-    slots = min(w.max_sequences or 1, MAX_SEQ)
-    if w.max_sequences and w.max_sequences > MAX_SEQ:
-        warnings.append(f"-np {MAX_SEQ}, not the plan's {w.max_sequences} sequences: llama.cpp serves at most "
-                        f"LLAMA_MAX_SEQ = {MAX_SEQ} slots (src/llama-cparams.h)")
+    cap = int(release("llamacpp", view.engine_version)[1].get("max_seq", MAX_SEQ))
+    slots = min(w.max_sequences or 1, cap)
+    if w.max_sequences and w.max_sequences > cap:
+        warnings.append(f"-np {cap}, not the plan's {w.max_sequences} sequences: llama.cpp serves at most "
+                        f"LLAMA_MAX_SEQ = {cap} slots (src/llama-cparams.h)")
     out = ["-c", str(w.context * slots)] if w.context else []
     if w.max_sequences:
         out += ["-np", str(slots)]

@@ -40,10 +40,12 @@ Rules, read from vllm-project/vllm 0.33.0 (the wheel on PyPI; V1 engine):
   local_rank += dp_local_rank * pp * tp); older V1 releases set CUDA_VISIBLE_DEVICES per DP
   rank to the same block (`vllm/v1/engine/utils.py::get_device_indices`);
   `partitioner.export.deployment` prints that launch beside the per-replica ones.
-- Older releases (`--engine-version`, rules per version in presets/engines.yaml): up to 0.11
-  the Ray executor (`RayDistributedExecutor._init_workers_ray`, vllm/v1/executor/ray_executor.py)
-  sorted workers by (not driver, workers on the node, IP string), which `ray_rank_order` also
-  replays (`rule="ip"`).
+- Older releases (`--engine-version`, rules per version in presets/engines.yaml `versions`):
+  vLLM 0.11.0 has no multi-node multiprocessing launch (no `nnodes` in `vllm/config/parallel.py`)
+  and its V1 engine runs `RayDistributedExecutor` (`vllm/v1/executor/abstract.py`), which sorts
+  workers by (not driver, workers on the node, IP string) (`_init_workers_ray`,
+  `sort_by_driver_then_worker_ip`); `ray_rank_order(rule="ip")` replays it, and every host count
+  is then deterministic.
 - Minimum compute capability 7.0 (docs/getting_started/installation/gpu.cuda.inc.md,
   "GPU: compute capability 7.0 or higher", v0.14 docs).
 """
@@ -55,6 +57,7 @@ from collections.abc import Mapping, Sequence
 from partitioner.export.base import Export, ends_cannot_express, plan_warnings, uniform_tp, unsupported_gpus
 from partitioner.export.devices import cuda_ordinals, group_ordinals, interleaved_nodes, rank_comments, rank_devices
 from partitioner.export.shell import Step, is_host_name, listing
+from partitioner.export.versions import release, version_line
 from partitioner.export.view import PlanView
 from partitioner.export.workload import VLLM_FLAGS, launchable, workload_flags
 
@@ -161,7 +164,9 @@ def render_vllm(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Ex
     model = launchable(view).model
     serve = ["vllm", "serve", model, "--pipeline-parallel-size", str(view.S), "--tensor-parallel-size", str(tp)]
     head = view.stages[0].node
-    header = [f"vLLM: pipeline rank k runs stage k ({view.S} ranks, tensor parallel {tp}"
+    rules = release("vllm", view.engine_version)[1]
+    header = [version_line("vllm", view.engine_version)]
+    header += [f"vLLM: pipeline rank k runs stage k ({view.S} ranks, tensor parallel {tp}"
               + (f": global rank = pp_rank * {tp} + tp_rank" if tp > 1 else "") + ")"]
     header += [line[2:] for line in rank_comments(view)]
     steps: list[Step] = []
@@ -169,12 +174,13 @@ def render_vllm(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Ex
         env = (("CUDA_VISIBLE_DEVICES", rank_devices(view, ords)), ("VLLM_PP_LAYER_PARTITION", partition))
         note = "serve (rank k = k-th visible GPU" + (f"; stage s = ranks {tp}s..{tp}s+{tp - 1})" if tp > 1 else ")")
         steps.append(Step(head, tuple(serve + flags), env, note))
-    elif _mp_launch(view, ords):
+    elif rules.get("multiproc_nodes") and _mp_launch(view, ords):
         steps = _mp_steps(view, ords, [*serve, *flags], partition)
         header.append(f"multiprocessing over {len(view.nodes)} hosts: node rank r runs global ranks "
                       f"[r*{view.S * tp // len(view.nodes)}, (r+1)*{view.S * tp // len(view.nodes)})")
     else:
-        steps, more = _ray_steps(view, ords, [*serve, "--distributed-executor-backend", "ray", *flags], partition)
+        steps, more = _ray_steps(view, ords, [*serve, "--distributed-executor-backend", "ray", *flags], partition,
+                                 str(rules.get("ray_order", "node_id")))
         warnings += more[0]
         cannot += more[1]
     bad_hosts = [n for n in view.nodes if len(view.nodes) > 1 and view.address(n) is None and not is_host_name(n)]
@@ -195,7 +201,8 @@ def ray_port(view: PlanView) -> int:
     return RAY_PORT + (view.replica or 0)
 
 
-def _ray_steps(view: PlanView, ords: Mapping[str, int], serve: list[str], partition: str) -> tuple[list[Step], tuple[list[str], list[str]]]:
+def _ray_steps(view: PlanView, ords: Mapping[str, int], serve: list[str], partition: str,
+               rule: str = "node_id") -> tuple[list[Step], tuple[list[str], list[str]]]:
     """`ray start` on the driver's node, then on each other node in rank order, then `vllm serve`."""
     warnings: list[str] = []
     cannot = [f"vLLM cannot return to node {n!r}: its stages must be consecutive ranks" for n in interleaved_nodes(view)]
@@ -203,7 +210,17 @@ def _ray_steps(view: PlanView, ords: Mapping[str, int], serve: list[str], partit
     address = {n: view.address(n) or n for n in view.nodes}
     groups = group_ordinals(view, ords)
     planned = [(st.node, g) for st, grp in zip(view.stages, groups, strict=True) for g in grp]  # global rank order
-    if not cannot and len(view.nodes) > 2:
+    if not cannot and rule == "ip" and not ray_realises(planned, address, rule="ip"):
+        actual = ray_rank_order([(address[n], g) for n, g in planned], address[head], rule="ip")
+        back = {v: k for k, v in address.items()}
+        cannot.append(
+            "vLLM's Ray executor (this release) ranks GPUs by (driver node first, nodes with fewer workers, IP) and by "
+            f"ascending GPU id within a node: it would run {[(back[ip], g) for ip, g in actual]} instead of the "
+            f"plan's {planned} (rank order); re-plan with `partition plan --engine vllm`"
+        )
+    elif not cannot and rule == "ip":
+        pass
+    elif not cannot and len(view.nodes) > 2:
         cannot.append(
             f"vLLM's Ray executor puts the driver's node first and orders the other {len(view.nodes) - 1} nodes by their "
             "random Ray node id (vllm/v1/executor/ray_utils.py::get_bundles_sorted_by_node), and its multiprocessing "

@@ -14,6 +14,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Literal
 
+from pydantic import Field
+
 from partitioner.models import catalog
 from partitioner.models.fields import Frozen, NonNegative, Positive
 
@@ -33,6 +35,7 @@ class EngineSpec(Frozen):
     eta_memory_scale: Positive = 1.0
     fp16_accumulate: bool = False  # GEMMs accumulate in fp16: GeForce tensor cores run at twice tensor_tflops
     source: str = ""
+    versions: dict[str, dict[str, Any]] = Field(default_factory=dict)  # launch rules per release (export.versions)
 
     def compute_scale(self, compute_class: str) -> float:
         """eta_compute_scale for a compute class (a mapping may leave a class out: 1)."""
