@@ -2,8 +2,9 @@
 own argument parser, without starting anything. Reads a JSON list of argv lists on stdin, writes
 a JSON list of {"ok": bool, "error": str} (or {"skip": reason} when an engine cannot be imported).
 
-- `vllm serve ...`: the parser `vllm` itself builds (vllm/entrypoints/cli/main.py: the `serve`
-  subcommand's `subparser_init`, i.e. `make_arg_parser` of vllm/entrypoints/openai/cli_args.py),
+- `vllm serve ...` (with vLLM's CPU platform standing in for the GPU the CUDA wheel cannot find):
+  the parser `vllm` itself builds (vllm/entrypoints/cli/main.py: the `serve`
+  subcommand's `subparser_init`, i.e. `make_arg_parser` of vllm/entrypoints/common/cli_args.py),
   then `validate_parsed_serve_args` and `AsyncEngineArgs.from_cli_args` (types of every field).
 - `python -m sglang.launch_server ...`: `ServerArgs.add_cli_args` on an ArgumentParser
   (python/sglang/srt/server_args.py, what `prepare_server_args` does), parsed.
@@ -22,9 +23,18 @@ import traceback
 
 
 def _vllm():
+    # The CUDA wheel finds no GPU here, and its parser's defaults need a platform (DeviceConfig):
+    # vLLM's own CPU platform stands in (vllm/platforms/__init__.py resolves `_current_platform` once).
+    import vllm.platforms
+    from vllm.platforms.cpu import CpuPlatform
+
+    vllm.platforms._current_platform = CpuPlatform()
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.entrypoints.cli.serve import ServeSubcommand
-    from vllm.entrypoints.openai.cli_args import validate_parsed_serve_args
+    try:  # 0.33.0
+        from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
+    except ImportError:  # older layout
+        from vllm.entrypoints.openai.cli_args import validate_parsed_serve_args
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:  # older layout
