@@ -43,11 +43,12 @@ def test_export_vllm(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--device-id", "gpu0=0", "--device-id", "gpu1=1"])
     assert r.exit_code == 0, r.output
     assert r.stdout == (
+        "# for vLLM 0.33.0\n"
         "# vLLM: pipeline rank k runs stage k (2 ranks, tensor parallel 1)\n"
         "# rank 0: device 'gpu0' (rtx-3090) on node 'box', decoder layers 0-2 + embedding\n"
         "# rank 1: device 'gpu1' (rtx-3090) on node 'box', decoder layers 3-5 + LM head\n"
         "# [1] on host 'box': serve (rank k = k-th visible GPU)\n"
-        "CUDA_VISIBLE_DEVICES=0,1 VLLM_PP_LAYER_PARTITION=3,3 vllm serve MODEL --pipeline-parallel-size 2 --tensor-parallel-size 1\n"
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0,1 VLLM_PP_LAYER_PARTITION=3,3 vllm serve MODEL --pipeline-parallel-size 2 --tensor-parallel-size 1\n"
     )
     assert r.stderr == "warning: the plan has no model id (hf_id:); replace MODEL with the model to serve\n"
 
@@ -119,10 +120,10 @@ def test_host_option_prints_that_hosts_script(tmp_path: Path) -> None:
     path = two_host_plan(tmp_path)
     r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--host", "B"])
     assert r.exit_code == 0
-    assert r.stdout.startswith("#!/usr/bin/env bash\n") and "ray start --address 10.0.0.1:6379" in r.stdout
-    assert "vllm serve" not in r.stdout
+    assert r.stdout.startswith("#!/usr/bin/env bash\n") and "--master-addr 10.0.0.1" in r.stdout
+    assert "--node-rank 1 --headless" in r.stdout and "--node-rank 0" not in r.stdout
     r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--host", "Z"])
-    assert r.exit_code == 2 and "--host 'Z' runs nothing in this plan (hosts: A, B)" in r.stderr
+    assert r.exit_code == 2 and "--host 'Z' runs nothing in this plan (hosts: B, A)" in r.stderr
 
 
 def test_write_scripts_in_run_order_and_never_over_user_files(tmp_path: Path) -> None:
@@ -130,13 +131,13 @@ def test_write_scripts_in_run_order_and_never_over_user_files(tmp_path: Path) ->
     out = tmp_path / "deploy"
     r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--write-scripts", str(out)])
     assert r.exit_code == 0, r.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["01-A.sh", "02-B.sh", "03-A.sh"]
-    assert "vllm serve" in (out / "03-A.sh").read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["01-B.sh", "02-A.sh"]  # the headless node, then the API server
+    assert "--node-rank 0" in (out / "02-A.sh").read_text()
     r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--write-scripts", str(out)])
     assert r.exit_code == 0  # its own scripts are replaced
-    (out / "02-B.sh").write_text("my own script\n")
+    (out / "01-B.sh").write_text("my own script\n")
     r = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--write-scripts", str(out)])
-    assert r.exit_code == 2 and (out / "02-B.sh").read_text() == "my own script\n"
+    assert r.exit_code == 2 and (out / "01-B.sh").read_text() == "my own script\n"
     r = CliRunner().invoke(main, ["export", str(path), "--to", "megatron", "--write-scripts", str(out)])
     assert r.exit_code == 2 and "prints a snippet, not launch scripts" in r.stderr
 

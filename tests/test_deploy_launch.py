@@ -108,7 +108,7 @@ def test_engine_on_the_tp_path_prints_a_plan_vllm_runs_as_planned(tmp_path: Path
     r = runner.invoke(main, ["plan", model, cluster, "--objective", "balanced", "--tp", "uniform", "--out", str(free), "--json"])
     assert r.exit_code == 0, r.output
     r = runner.invoke(main, ["export", str(free), "--to", "vllm", "--strict"])
-    assert r.exit_code == 5 and "vLLM's Ray executor ranks GPUs" in r.output  # the fixture: Ray reorders it
+    assert r.exit_code == 5 and "vLLM's Ray executor" in r.output  # the fixture: Ray reorders it
     r = runner.invoke(main, ["plan", model, cluster, "--objective", "balanced", "--tp", "uniform", "--export", "vllm"])
     assert r.exit_code == 0 and "cannot express" not in r.output, r.output
     r = runner.invoke(main, ["plan", model, cluster, "--objective", "balanced", "--tp", "uniform", "--engine", "vllm", "--out", str(launched),

@@ -47,75 +47,122 @@ def plan_of(order: list[tuple[str, str]], gpus: dict[str, str] | None = None, n_
     return doc
 
 
-# -- vLLM + Ray: the rank order vLLM computes, simulated from the emitted commands ----------------
-def simulate_vllm_ray(steps, rng: random.Random) -> list[tuple[str, int]]:
-    """Replay RayDistributedExecutor._init_workers_ray (vllm/v1/executor/ray_executor.py) on the
-    Ray cluster the emitted `ray start` commands build, workers created in a random bundle order.
-    Returns (host, physical GPU id) per rank."""
-    workers, ip_host = [], {}
-    for step in steps:
-        if step.argv[:2] == ("ray", "start"):
-            argv = list(step.argv)
-            ip = argv[argv.index("--node-ip-address") + 1] if "--node-ip-address" in argv else step.host
-            ip_host[ip] = step.host
-            gpus = [int(x) for x in dict(step.env)["CUDA_VISIBLE_DEVICES"].split(",")]
-            assert int(argv[argv.index("--num-gpus") + 1]) == len(gpus)
-            workers += [(ip, g) for g in gpus]
-    serve = steps[-1]
-    assert serve.argv[:2] == ("vllm", "serve")
-    driver_ip = dict(serve.env).get("VLLM_HOST_IP", serve.host)
-    rng.shuffle(workers)  # creation order is Ray's placement, not ours
-    ip_counts: dict[str, int] = {}
-    for ip, _ in workers:
-        ip_counts[ip] = ip_counts.get(ip, 0) + 1
-    ordered = sorted(workers, key=lambda w: (0 if w[0] == driver_ip else 1, ip_counts[w[0]], w[0]))
-    node_gpus = {ip: sorted(g for i, g in workers if i == ip) for ip in ip_counts}
-    out, local = [], {}
-    for ip, _ in ordered:
-        k = local.get(ip, 0)
-        local[ip] = k + 1
-        out.append((ip_host[ip], node_gpus[ip][k]))
-    return out
+# -- vLLM: the rank order vLLM 0.33.0 computes, simulated from the emitted commands ---------------
+def _arg_of(argv, flag):
+    return argv[argv.index(flag) + 1]
+
+
+def simulate_vllm(steps, rng: random.Random) -> list[tuple[str, int]]:
+    """(host, physical GPU id) per global rank of the emitted vLLM launch, under vLLM 0.33.0:
+    - Ray (`ray start` steps): `get_bundles_sorted_by_node` (vllm/v1/executor/ray_utils.py) sorts
+      bundles by (not the driver's node, Ray node id), node ids drawn at random here as Ray does
+      (hex), bundles placed in a random order; `RayExecutorV2._init_executor` then gives a node's
+      k-th worker its k-th smallest physical GPU id;
+    - multiprocessing (`--nnodes`): node rank r runs global ranks [r*lws, (r+1)*lws), local rank k
+      on the k-th visible device (MultiprocExecutor._init_executor);
+    - one host: rank k on the k-th visible device."""
+    serves = [st for st in steps if st.argv[:2] == ("vllm", "serve")]
+    if any(st.argv[:2] == ("ray", "start") for st in steps):
+        bundles = []
+        for step in steps:
+            if step.argv[:2] == ("ray", "start"):
+                gpus = [int(x) for x in dict(step.env)["CUDA_VISIBLE_DEVICES"].split(",")]
+                assert int(_arg_of(step.argv, "--num-gpus")) == len(gpus)
+                bundles += [(step.host, g) for g in gpus]
+        driver = serves[-1].host
+        node_id = {h: f"{rng.getrandbits(224):056x}" for h, _ in bundles}
+        rng.shuffle(bundles)  # which bundle lands where is Ray's placement, not ours
+        ordered = sorted(bundles, key=lambda b: (0 if b[0] == driver else 1, node_id[b[0]]))
+        gpus_of = {h: sorted(g for n, g in bundles if n == h) for h, _ in bundles}
+        out, seen = [], {}
+        for h, _ in ordered:
+            k = seen.get(h, 0)
+            seen[h] = k + 1
+            out.append((h, gpus_of[h][k]))
+        return out
+    ranks: dict[int, tuple[str, int]] = {}
+    for step in serves:
+        visible = [int(x) for x in dict(step.env)["CUDA_VISIBLE_DEVICES"].split(",")]
+        world = int(_arg_of(step.argv, "--pipeline-parallel-size")) * int(_arg_of(step.argv, "--tensor-parallel-size"))
+        nnodes = int(_arg_of(step.argv, "--nnodes")) if "--nnodes" in step.argv else 1
+        assert world % nnodes == 0  # MultiprocExecutor._get_parallel_sizes
+        lws = world // nnodes
+        r = int(_arg_of(step.argv, "--node-rank")) if "--nnodes" in step.argv else 0
+        assert len(visible) == lws and ("--headless" in step.argv) == (r > 0)
+        ranks.update({r * lws + k: (step.host, visible[k]) for k in range(lws)})
+    return [ranks[k] for k in sorted(ranks)]
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_vllm_ray_rank_order_matches_the_plan_exactly_when_expressible(seed: int) -> None:
+def test_vllm_rank_order_matches_the_plan_for_every_node_id_draw_when_expressible(seed: int) -> None:
     rng = random.Random(seed)
-    n_hosts = rng.randint(2, 6)
-    hosts = {f"h{i}": (f"10.0.{rng.randint(0, 3)}.{rng.randint(1, 30)}" if rng.random() < 0.7 else None) for i in range(n_hosts)}
-    if len({a for a in hosts.values() if a}) < sum(1 for a in hosts.values() if a):
-        hosts = {h: (f"10.0.0.{i + 1}" if a else None) for i, (h, a) in enumerate(hosts.items())}
-    used = [(f"{h}-g{k}", h, k) for h in hosts for k in range(rng.randint(1, 3))]
+    n_hosts = rng.randint(2, 5)
+    hosts = {f"h{i}": (f"10.0.0.{i + 1}" if rng.random() < 0.7 else None) for i in range(n_hosts)}
+    per_host = rng.randint(1, 3) if rng.random() < 0.4 else None  # equal counts: the multiprocessing launch
+    used = [(f"{h}-g{k}", h, k) for h in hosts for k in range(per_host or rng.randint(1, 3))]
     rng.shuffle(used)
-    if rng.random() < 0.5:  # half the time, a plan shaped like vLLM's order: grouped by node
+    if rng.random() < 0.7:  # mostly plans grouped by node, as vLLM needs
         used.sort(key=lambda u: list(hosts).index(u[1]))
     order = [(d, h) for d, h, _ in used]
     doc = plan_of(order, n_dec=3 * len(order), hosts=hosts)
-    ords = {d: k for d, _, k in used}
-    out = render(doc, "vllm", ordinals=ords)
-    simulated = simulate_vllm_ray(out.steps, rng)
+    out = render(doc, "vllm", ordinals={d: k for d, _, k in used})
     planned = [(h, k) for _, h, k in used]
-    ray_rule = [c for c in out.cannot_express if "Ray executor" in c or "cannot return" in c]
-    assert (simulated == planned) == (not ray_rule), (planned, simulated, out.cannot_express)
+    draws = [simulate_vllm(out.steps, rng) for _ in range(20)]
+    rule = [c for c in out.cannot_express if "Ray executor" in c or "cannot return" in c]
+    assert all(d == planned for d in draws) == (not rule), (planned, draws[0], out.cannot_express)
+
+
+def test_vllm_three_hosts_placed_for_20_random_node_id_draws() -> None:
+    # 3 hosts, 2 GPUs each, ordinals out of order on B: the multiprocessing launch places every rank
+    order = [("a1", "A"), ("a0", "A"), ("b1", "B"), ("b0", "B"), ("c0", "C"), ("c1", "C")]
+    hosts = {"A": "10.0.0.1", "B": "10.0.0.2", "C": "10.0.0.3"}
+    ords = {"a0": 0, "a1": 1, "b0": 0, "b1": 1, "c0": 0, "c1": 1}
+    out = render(plan_of(order, hosts=hosts), "vllm", ordinals=ords)
+    assert out.cannot_express == ()
+    planned = [(h, ords[d]) for d, h in order]
+    rng = random.Random(7)
+    assert all(simulate_vllm(out.steps, rng) == planned for _ in range(20))
+    # unequal counts over 3 hosts: Ray, whose order of B and C follows random node ids -> refused
+    uneven = [("a0", "A"), ("b0", "B"), ("b1", "B"), ("c0", "C")]
+    out = render(plan_of(uneven, hosts=hosts), "vllm", ordinals={d: ords[d] for d, _ in uneven})
+    assert any("random Ray node id" in c for c in out.cannot_express)
+    draws = {tuple(simulate_vllm(out.steps, rng)) for _ in range(20)}
+    assert len(draws) == 2  # B before C and C before B both happen: the reason it is refused
 
 
 def test_vllm_seed_cluster_order_from_the_issue() -> None:
-    # laptop, node-02, then node-03's 3090 (GPU 0) before its 1070 (GPU 1): what Ray does
+    # laptop, node-02, then node-03's 3090 (GPU 0) before its 1070 (GPU 1): 3 hosts, unequal counts
     order = [("laptop-5090", "laptop"), ("node02-3090", "node-02"), ("node03-1070", "node-03"), ("node03-3090", "node-03")]
     ords = {"laptop-5090": 0, "node02-3090": 0, "node03-3090": 0, "node03-1070": 1}
     out = render(plan_of(order), "vllm", ordinals=ords)
-    assert any("it would run [('laptop', 0), ('node-02', 0), ('node-03', 0), ('node-03', 1)]" in c for c in out.cannot_express)
-    ok = [("laptop-5090", "laptop"), ("node02-3090", "node-02"), ("node03-3090", "node-03"), ("node03-1070", "node-03")]
-    assert render(plan_of(ok), "vllm", ordinals=ords).cannot_express == ()
+    assert any("random Ray node id" in c for c in out.cannot_express)
+    ords3 = {d: ords[d] for d in ("laptop-5090", "node03-3090", "node03-1070")}
+    two = [("laptop-5090", "laptop"), ("node03-1070", "node-03"), ("node03-3090", "node-03")]
+    assert any("it would run [('laptop', 0), ('node-03', 0), ('node-03', 1)]" in c
+               for c in render(plan_of(two), "vllm", ordinals=ords3).cannot_express)
+    ok = [("laptop-5090", "laptop"), ("node03-3090", "node-03"), ("node03-1070", "node-03")]
+    assert render(plan_of(ok), "vllm", ordinals=ords3).cannot_express == ()
 
 
 def test_vllm_rank_order_pure_function_cases() -> None:
-    # driver first even with more workers; then fewer workers first; then the IP *string*
-    workers = [("10.0.0.9", 1), ("10.0.0.10", 0), ("10.0.0.9", 0), ("10.0.0.1", 3), ("10.0.0.1", 2), ("10.0.0.1", 5)]
-    assert vllm.ray_rank_order(workers, "10.0.0.1") == [
+    workers = [("B", 1), ("C", 0), ("B", 0), ("A", 3), ("A", 2), ("A", 5)]
+    # vLLM 0.33.0: driver first, then by Ray node id, whatever the worker counts
+    assert vllm.ray_rank_order(workers, "A", {"B": "f0", "C": "0f"}) == [
+        ("A", 2), ("A", 3), ("A", 5), ("C", 0), ("B", 0), ("B", 1),
+    ]
+    assert vllm.ray_rank_order(workers, "A", {"B": "00", "C": "ff"})[3:] == [("B", 0), ("B", 1), ("C", 0)]
+    # older releases: driver first, then fewer workers first, then the IP *string*
+    ip = [("10.0.0.9", 1), ("10.0.0.10", 0), ("10.0.0.9", 0), ("10.0.0.1", 3), ("10.0.0.1", 2), ("10.0.0.1", 5)]
+    assert vllm.ray_rank_order(ip, "10.0.0.1", rule="ip") == [
         ("10.0.0.1", 2), ("10.0.0.1", 3), ("10.0.0.1", 5), ("10.0.0.10", 0), ("10.0.0.9", 0), ("10.0.0.9", 1),
     ]
-    assert vllm.ray_rank_order(workers, "10.0.0.9")[:2] == [("10.0.0.9", 0), ("10.0.0.9", 1)]
+    realises = vllm.ray_realises
+    assert not realises([("A", 0), ("B", 1), ("B", 0)])  # two hosts, unequal counts: Ray, B's GPUs ascending
+    assert realises([("A", 0), ("B", 0), ("B", 1)])
+    assert realises([("A", 0), ("A", 1), ("B", 1), ("B", 0)])  # equal counts: multiprocessing, any order
+    assert not realises([("A", 0), ("B", 0), ("C", 0), ("C", 1)])  # 3 hosts, unequal: random node ids
+    assert realises([("A", 0), ("B", 0), ("C", 1)])
+    assert not realises([("A", 0), ("B", 0), ("A", 1)])  # the pipeline returns to A
 
 
 # -- per-engine rules ----------------------------------------------------------------------------
@@ -196,16 +243,24 @@ HOSTILE = ["node-03;touch PWNED;", "new|line",  # control characters: refused at
 
 STUB = """#!/usr/bin/env python3
 import json, os, sys
-env = {k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "VLLM_PP_LAYER_PARTITION", "SGLANG_PP_LAYER_PARTITION", "VLLM_HOST_IP") if k in os.environ}
+env = {k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "VLLM_PP_LAYER_PARTITION", "SGLANG_PP_LAYER_PARTITION", "VLLM_HOST_IP") if k in os.environ}
 with open(os.environ["STUB_LOG"], "a") as f:
     f.write(json.dumps({"argv": [os.path.basename(sys.argv[0])] + sys.argv[1:], "env": env}) + "\\n")
+if "rpc-server" in sys.argv[0]:  # a server: listen until the script's readiness check has connected once
+    import socket
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])))
+    s.listen()
+    s.settimeout(60)
+    s.accept()
 """
 
 
 def _stub_bin(tmp: Path) -> Path:
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
-    for name in ("vllm", "ray", "python", "trtllm-serve", "mpirun", "llama-server", "rpc-server"):
+    for name in ("vllm", "ray", "python", "trtllm-serve", "mpirun", "llama-server", "ggml-rpc-server"):
         path = bin_dir / name
         path.write_text(STUB)
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
@@ -237,9 +292,10 @@ def test_scripts_pass_bash_and_run_the_intended_argv_with_hostile_names(target: 
     args = [a for s in out.steps for a in s.argv]
     if target in ("vllm", "sglang", "trtllm"):
         assert "org/model name;touch PWNED" in args  # the model id stays one argument
-    if target in ("vllm", "sglang"):
-        port = "6379" if target == "vllm" else "5000"
-        assert f"{nodes[0]}:{port}" in args  # the head's (hostile) name reaches its argument intact
+    if target == "sglang":
+        assert f"{nodes[0]}:5000" in args  # the head's (hostile) name reaches its argument intact
+    if target == "vllm":  # one GPU per host: the multiprocessing launch, --master-addr the head's name
+        assert args.count(nodes[0]) == 3 and args.count("--master-addr") == 3
     if target == "llamacpp":
         assert f"{nodes[1]}:50052,{nodes[2]}:50052" in args  # one rpc-server per remote node
 

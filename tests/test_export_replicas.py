@@ -58,7 +58,7 @@ def test_replicas_on_one_host_get_their_own_ports_and_gpus(target: str) -> None:
 def test_vllm_data_parallel_launch_places_each_replica_on_its_gpus() -> None:
     out = render(_one_host_pair(), "vllm")
     assert "--data-parallel-size 2" in out.text
-    line = next(x for x in out.text.splitlines() if "--data-parallel-size" in x and x.startswith("CUDA_VISIBLE_DEVICES="))
+    line = next(x for x in out.text.splitlines() if "--data-parallel-size" in x and "CUDA_VISIBLE_DEVICES=" in x)
     visible = line.split("CUDA_VISIBLE_DEVICES=")[1].split()[0].split(",")
     world = 2  # pp 1 x tp 2; Worker.init_device: local_rank += d * pp * tp, i.e. [d*world, (d+1)*world)
     assert [visible[d * world:(d + 1) * world] for d in range(2)] == [["0", "1"], ["2", "3"]]
@@ -75,7 +75,7 @@ def test_sglang_dp_size_places_identical_pipelines_on_their_gpus() -> None:
         for st in doc["stages"]:
             st["ordinal"] = "abcdefgh".index(st["devices"][0])
     out = render(deployment(two, [0.5, 0.5], identical=True), "sglang")
-    line = next(x for x in out.text.splitlines() if x.startswith("CUDA_VISIBLE_DEVICES=") and "--dp-size 2" in x)
+    line = next(x for x in out.text.splitlines() if "CUDA_VISIBLE_DEVICES=" in x and "--dp-size 2" in x)
     visible = [int(x) for x in line.split("CUDA_VISIBLE_DEVICES=")[1].split()[0].split(",")]
     # data_parallel_controller.py: DP rank d starts at d * tp * pp; engine.py: + pp_rank * tp + tp_rank
     for d, doc in enumerate(two):
@@ -86,12 +86,20 @@ def test_sglang_dp_size_places_identical_pipelines_on_their_gpus() -> None:
 
 def test_vllm_replicas_sharing_a_ray_host_are_not_expressible() -> None:
     hosts = {"A": "10.0.0.1", "B": "10.0.0.2"}
-    r0 = tp_plan([(["a0"], "A"), (["b0"], "B")], hosts=hosts, meta=META)
-    r1 = tp_plan([(["a1"], "A"), (["b1"], "B")], hosts=hosts, meta=META)
-    out = render(deployment([r0, r1], [0.6, 0.4]), "vllm", ordinals={"a0": 0, "a1": 1, "b0": 0, "b1": 1})
+    # one GPU on A, two on B per replica: unequal counts, so each replica launches over Ray
+    r0 = tp_plan([(["a0"], "A"), (["b0"], "B"), (["b1"], "B")], hosts=hosts, meta=META)
+    r1 = tp_plan([(["a1"], "A"), (["b2"], "B"), (["b3"], "B")], hosts=hosts, meta=META)
+    ords = {"a0": 0, "a1": 1, "b0": 0, "b1": 1, "b2": 2, "b3": 3}
+    out = render(deployment([r0, r1], [0.6, 0.4]), "vllm", ordinals=ords)
     assert any("each start Ray on host 'A'" in c for c in out.cannot_express)
     ports = [_arg(s.argv, "--port") for s in out.steps if s.argv[:3] == ("ray", "start", "--head")]
     assert ports == ["6379", "6380"]
+    # equal counts: the multiprocessing launch, one --master-port per replica, hosts shared freely
+    r0 = tp_plan([(["a0"], "A"), (["b0"], "B")], hosts=hosts, meta=META)
+    r1 = tp_plan([(["a1"], "A"), (["b1"], "B")], hosts=hosts, meta=META)
+    out = render(deployment([r0, r1], [0.6, 0.4]), "vllm", ordinals={"a0": 0, "a1": 1, "b0": 0, "b1": 1})
+    assert not any("Ray" in c for c in out.cannot_express)
+    assert sorted({_arg(s.argv, "--master-port") for s in out.steps if "--nnodes" in s.argv}) == ["29501", "29502"]
 
 
 def test_bad_deployment_json_names_the_replica(tmp_path: Path) -> None:
@@ -255,7 +263,7 @@ def test_vllm_data_parallel_across_hosts_places_every_rank_on_its_replica() -> N
     placed = {}
     for host, argv in dp:
         start = int(_arg(argv, "--data-parallel-start-rank")) if "--headless" in argv else 0
-        visible = [int(x) for x in argv[0].split("=")[1].split(",")]  # CUDA_VISIBLE_DEVICES=...
+        visible = [int(x) for x in next(a for a in argv if a.startswith("CUDA_VISIBLE_DEVICES=")).split("=")[1].split(",")]
         for d in range(int(_arg(argv, "--data-parallel-size-local"))):
             placed[start + d] = [on[host][o] for o in visible[d * world:(d + 1) * world]]
     assert placed == {0: ["a0", "a1"], 1: ["a2", "a3"], 2: ["b0", "b1"]}

@@ -74,13 +74,14 @@ def megatron_check(layout: str, pp: int, num_layers: int) -> None:
 def test_vllm_one_host() -> None:
     out = render(ONE_HOST, "vllm", ordinals=ORDS)
     assert out.text == (
+        "# for vLLM 0.33.0\n"
         "# vLLM: pipeline rank k runs stage k (4 ranks, tensor parallel 1)\n"
         "# rank 0: device 'gpu2' (a100-80gb) on node 'box', decoder layers 0-1 + embedding\n"
         "# rank 1: device 'gpu0' (a100-80gb) on node 'box', decoder layers 2-4\n"
         "# rank 2: device 'gpu3' (a100-80gb) on node 'box', decoder layers 5-7\n"
         "# rank 3: device 'gpu1' (a100-80gb) on node 'box', decoder layers 8-9 + LM head\n"
         "# [1] on host 'box': serve (rank k = k-th visible GPU)\n"
-        "CUDA_VISIBLE_DEVICES=2,0,3,1 VLLM_PP_LAYER_PARTITION=2,3,3,2 vllm serve MODEL --pipeline-parallel-size 4 --tensor-parallel-size 1\n"
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,0,3,1 VLLM_PP_LAYER_PARTITION=2,3,3,2 vllm serve MODEL --pipeline-parallel-size 4 --tensor-parallel-size 1\n"
     )
     assert out.warnings == ("the plan has no model id (hf_id:); replace MODEL with the model to serve",)
     assert out.cannot_express == () and out.unsupported == ()
@@ -90,14 +91,14 @@ def test_vllm_one_host() -> None:
 def test_sglang_and_trtllm_one_host() -> None:
     sg = render(ONE_HOST, "sglang", ordinals=ORDS)
     assert sg.text.endswith(
-        "CUDA_VISIBLE_DEVICES=2,0,3,1 SGLANG_PP_LAYER_PARTITION=2,3,3,2 python -m sglang.launch_server "
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,0,3,1 SGLANG_PP_LAYER_PARTITION=2,3,3,2 python -m sglang.launch_server "
         "--model-path MODEL --pp-size 4 --tp-size 1\n"
     )
     vllm_check(sg, "SGLANG_PP_LAYER_PARTITION", 4, 10)
     trt = render(ONE_HOST, "trtllm", ordinals=ORDS)
     assert trt.text.endswith(
         "cat > pp_partition.yaml <<'PARTITIONER_EOF'\npp_partition: [2, 3, 3, 2]\nPARTITIONER_EOF\n"
-        "CUDA_VISIBLE_DEVICES=2,0,3,1 trtllm-serve MODEL --pp_size 4 --tp_size 1 --extra_llm_api_options pp_partition.yaml\n"
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,0,3,1 trtllm-serve MODEL --pp_size 4 --tp_size 1 --extra_llm_api_options pp_partition.yaml\n"
     )
     assert trt.steps[0].file is not None
     pp = json.loads(trt.steps[0].file[1].split(": ", 1)[1])
@@ -121,13 +122,14 @@ def test_ordinals_follow_the_cluster_listing_before_names() -> None:
 def test_llamacpp_one_host_and_replay() -> None:
     out = render(ONE_HOST, "llamacpp", ordinals=ORDS)
     assert out.text == (
+        "# for llama.cpp ggml-org/llama.cpp@0c1e57098 (vendored in llama-cpp-python 0.3.36)\n"
         "# llama.cpp: layer split over 4 devices in pipeline order (n_layer 10 + output)\n"
         "# CUDA2: positions 0-1\n"
         "# CUDA0: positions 2-4\n"
         "# CUDA3: positions 5-7\n"
         "# CUDA1: positions 8-10 (the last is the output layer)\n"
         "# [1] on host 'box': serve (after every rpc-server is up)\n"
-        "llama-server -m MODEL.gguf --split-mode layer --n-gpu-layers 11 --tensor-split 2,3,3,3 "
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID llama-server -m MODEL.gguf --split-mode layer --n-gpu-layers 11 --tensor-split 2,3,3,3 "
         "--device CUDA2,CUDA0,CUDA3,CUDA1 -fit off\n"
     )
     assert out.warnings == (
@@ -142,13 +144,15 @@ def test_llamacpp_one_host_and_replay() -> None:
 def test_llamacpp_two_hosts_embedding_only_stage() -> None:
     out = render(TWO_HOSTS, "llamacpp", ordinals={"gpu0": 0, "gpu1": 1, "gpu2": 0})
     assert out.text == (
+        "# for llama.cpp ggml-org/llama.cpp@0c1e57098 (vendored in llama-cpp-python 0.3.36)\n"
         "# llama.cpp: layer split over 2 devices in pipeline order (n_layer 10 + output)\n"
         "# CUDA1: positions 0-3\n"
         "# RPC0: positions 4-10 (the last is the output layer)\n"
         "# [1] on host 'n1': rpc-server for 'gpu2'\n"
-        "CUDA_VISIBLE_DEVICES=0 rpc-server --host 0.0.0.0 --port 50052\n"
+        "# (older builds name the binary 'rpc-server')\n"
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0 ggml-rpc-server --host 0.0.0.0 --port 50052 &\n"
         "# [2] on host 'n0': serve (after every rpc-server is up)\n"
-        "llama-server -m MODEL.gguf --split-mode layer --n-gpu-layers 11 --tensor-split 4,7 "
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID llama-server -m MODEL.gguf --split-mode layer --n-gpu-layers 11 --tensor-split 4,7 "
         "--rpc n1:50052 --device CUDA1,RPC0 -fit off\n"
     )
     assert out.cannot_express == (

@@ -68,15 +68,18 @@ def parse_endpoints(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--write-scripts", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Write one script per host, in run order, into this directory.")
 @click.option("--strict", is_flag=True, help="Fail (exit 3/5/6) if the plan is infeasible, not expressible or uses an unsupported GPU.")
+@click.option("--engine-version", default=None, metavar="VERSION",
+              help="Engine release to write for (default: the newest with known rules; presets/engines.yaml versions).")
 def export(
     plan_file: str, target: str, device_id: tuple[str, ...], rpc_endpoint: tuple[str, ...],
-    host: str | None, out_dir: str | None, strict: bool,
+    host: str | None, out_dir: str | None, strict: bool, engine_version: str | None,
 ) -> None:
     """Print PLAN.json (written by `partition plan --out`) as TARGET takes it."""
     from partitioner.export import render
     from partitioner.export.replicas import load_export_input
 
-    result = render(load_export_input(plan_file), target, ordinals=parse_device_ids(device_id), endpoints=parse_endpoints(rpc_endpoint))
+    result = render(load_export_input(plan_file), target, ordinals=parse_device_ids(device_id), endpoints=parse_endpoints(rpc_endpoint),
+                    engine_version=engine_version)
     emit(result, strict=strict, host=host, out_dir=out_dir, inputs=(plan_file,))
 
 

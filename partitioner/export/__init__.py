@@ -37,11 +37,13 @@ def render(
     *,
     ordinals: Mapping[str, int] | None = None,
     endpoints: Mapping[str, str] | None = None,
+    engine_version: str | None = None,
 ) -> Export:
     """The text `target` takes for `plan`, with warnings and what it cannot express.
 
     ordinals: CUDA ordinal per device name (else inferred, with a warning);
-    endpoints: llama.cpp rpc-server host:port per remote device (else `<address or node>:50052+k`).
+    endpoints: llama.cpp rpc-server host:port per remote device (else `<address or node>:50052+k`);
+    engine_version: the engine release to write for (`partitioner.export.versions`; None: the newest listed).
     """
     if target not in REGISTRY:
         raise InputError(f"unknown export target {target!r}; valid targets: {', '.join(TARGETS)}")
@@ -50,4 +52,4 @@ def render(
     if isinstance(plan, DeploymentView) or is_deployment(plan):
         dv = plan if isinstance(plan, DeploymentView) else parse_deployment(plan)
         return render_deployment(dv, target, ordinals, endpoints)
-    return render_plan(plan, target, ordinals=ordinals, endpoints=endpoints)
+    return render_plan(plan, target, ordinals=ordinals, endpoints=endpoints, engine_version=engine_version)

@@ -107,11 +107,13 @@ def interleaved_nodes(view: PlanView) -> list[str]:
 
 
 def visible_devices(view: PlanView, ords: Mapping[str, int], prefix: str = "") -> list[str]:
-    """`CUDA_VISIBLE_DEVICES=...` for a one-host plan, else one commented line per run of ranks on a node."""
+    """`CUDA_VISIBLE_DEVICES=...` for a one-host plan, else one commented line per run of ranks on a node;
+    with `CUDA_DEVICE_ORDER=PCI_BUS_ID` (the ordinals are PCI bus order, not CUDA's fastest-first default)."""
     if single_node(view):
-        return [prefix + "export CUDA_VISIBLE_DEVICES=" + rank_devices(view, ords)]
+        return [prefix + "export CUDA_DEVICE_ORDER=PCI_BUS_ID", prefix + "export CUDA_VISIBLE_DEVICES=" + rank_devices(view, ords)]
     lines = []
     for node, idx in node_runs(view):
         devs = rank_devices(view, ords, idx)
-        lines.append(comment(f"on node {node!r} (ranks {idx[0]}-{idx[-1]}): CUDA_VISIBLE_DEVICES={devs}"))
+        lines.append(comment(f"on node {node!r} (ranks {idx[0]}-{idx[-1]}): CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                             f"CUDA_VISIBLE_DEVICES={devs}"))
     return lines

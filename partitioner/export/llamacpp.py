@@ -29,6 +29,19 @@ devices (the RPC backend has no split buffer type); `--fit` also refuses row mod
 (`llama_params_fit`: "changing weight allocation for LLAMA_SPLIT_MODE_ROW not implemented").
 For such a plan the export prints the layer split with each group's decoder layers spread
 evenly over its members (a pipeline, not TP) and marks the plan not expressible.
+
+Launch rules checked on a real build (tests/e2e; llama.cpp ggml-org/llama.cpp@0c1e57098, the copy
+vendored in llama-cpp-python 0.3.36):
+- Slots: `src/llama-cparams.h` `LLAMA_MAX_SEQ` = 256 and `llama_context` throws "n_seq_max must
+  be <= 256", so `-np` is at most 256. With an explicit `-np` the KV cache is not unified and each
+  slot gets n_ctx / n_seq_max (`src/llama-context.cpp`, padded to 256), so `-c` = np x context.
+- Binary names: `tools/rpc/CMakeLists.txt` builds `ggml-rpc-server` (older builds: `rpc-server`);
+  the scripts run whichever is on PATH.
+- Endpoints: `ggml/src/ggml-rpc/ggml-rpc.cpp::parse_endpoint` splits HOST:PORT at the first ':',
+  so an IPv6 address cannot be an endpoint (refused). `rpc-server --host` binds one address: the
+  node's `address:` when the cluster file gives one (else 0.0.0.0, every IPv4 interface).
+- Every rpc-server of a host runs in the background of that host's script, which waits until each
+  listens; the llama-server script first waits until every `--rpc` endpoint answers.
 """
 
 from __future__ import annotations
@@ -39,16 +52,20 @@ from dataclasses import dataclass
 from partitioner.errors import InputError
 from partitioner.export.base import Export, plan_warnings, unsupported_gpus
 from partitioner.export.devices import cuda_ordinals
-from partitioner.export.shell import Step, comment, listing
+from partitioner.export.shell import Step, comment, cuda_env, is_host_name, is_ipv6, listing
+from partitioner.export.versions import release, version_line
 from partitioner.export.view import PlanView
 from partitioner.export.workload import launchable
 from partitioner.models.engines import resolve_engine
 from partitioner.solvers.baselines.memory import counts_per_device
 
-__all__ = ["MIN_CC", "RPC_PORT", "render", "replay"]
+__all__ = ["MIN_CC", "RPC_PORT", "MAX_SEQ", "RPC_BINARY", "RPC_BINARY_OLD", "render", "replay"]
 
 MIN_CC = resolve_engine("llamacpp").min_cc  # presets/engines.yaml (the docs cited above)
 RPC_PORT = 50052
+MAX_SEQ = 256  # LLAMA_MAX_SEQ, src/llama-cparams.h
+_PCI_ORDER = (("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),)  # the CUDA<k> of --device in PCI bus order
+RPC_BINARY, RPC_BINARY_OLD = "ggml-rpc-server", "rpc-server"  # tools/rpc/CMakeLists.txt: set(TARGET ggml-rpc-server)
 SERVE_PORT = 8080  # llama-server's default --port (common/common.h)
 
 
@@ -88,6 +105,15 @@ def _endpoints(view: PlanView, given: Mapping[str, str], units: list[_Unit]) -> 
             f"--rpc-endpoint names devices that are not remote stages of the plan: {', '.join(map(repr, unknown))} "
             f"(remote: {', '.join(sorted(remote)) or 'none'})"
         )
+    for name, ep in given.items():
+        if is_ipv6(ep.rsplit(":", 1)[0]) or ":" not in ep:
+            raise InputError(f"--rpc-endpoint {name}={ep}: llama.cpp takes HOST:PORT with an IPv4 address or host name "
+                             "(ggml-rpc.cpp parse_endpoint splits at the first ':'; IPv6 is not supported)")
+    for node in view.nodes:
+        addr = view.address(node)
+        if node != head and addr and is_ipv6(addr):
+            raise InputError(f"cluster node {node!r} address {addr!r}: llama.cpp's RPC endpoints cannot be IPv6 "
+                             "(ggml-rpc.cpp parse_endpoint splits HOST:PORT at the first ':'); give an IPv4 address or host name")
     out: dict[str, str] = {}
     defaulted: list[str] = []
     for node in view.nodes:
@@ -153,11 +179,16 @@ def render(
     actual = replay(ts, n_layer)
     if actual != ts:
         warnings.append(f"llama.cpp will use {actual} layers per device for -ts {ts}, not the plan's {ts}")
+    bad_hosts = [n for n in view.nodes if view.address(n) is None and not is_host_name(n) and any(u.node == n for u in remote)]
+    if bad_hosts:
+        warnings.append(f"node names {bad_hosts!r} are not host names: set nodes: NAME: address: in cluster.yaml")
     steps = []
     for u in remote:
         port = eps[u.device].rsplit(":", 1)[1]
-        env = (("CUDA_VISIBLE_DEVICES", str(ords[u.device])),)
-        steps.append(Step(u.node, ("rpc-server", "--host", "0.0.0.0", "--port", port), env, f"rpc-server for {u.device!r}"))
+        bind = view.address(u.node) or "0.0.0.0"
+        probe = f"{'127.0.0.1' if bind == '0.0.0.0' else bind}:{port}"
+        steps.append(Step(u.node, (RPC_BINARY, "--host", bind, "--port", port), cuda_env(str(ords[u.device])),
+                          f"rpc-server for {u.device!r}", serves=probe, fallback=RPC_BINARY_OLD))
     argv = ["llama-server", "-m", _model_path(view, warnings), "--split-mode", "layer", "--n-gpu-layers", str(n_layer + 1)]
     argv += ["--tensor-split", ",".join(map(str, ts))]
     if remote:  # before --device: --device names are resolved while the arguments are parsed
@@ -165,8 +196,11 @@ def render(
     argv += ["--device", ",".join(names), "-fit", "off"]
     argv += _context_flags(view, warnings)
     argv += _port_flags(view)
-    steps.append(Step(head, tuple(argv), (), "serve (after every rpc-server is up)"))
-    header = [f"llama.cpp: layer split over {len(kept)} devices in pipeline order (n_layer {n_layer} + output)"]
+    needs = tuple(eps[u.device] for u in remote if is_host_name(eps[u.device].rsplit(":", 1)[0]))
+    env = _PCI_ORDER if any(u.node == head for u in kept) else ()  # --device CUDA<ordinal> names
+    steps.append(Step(head, tuple(argv), env, "serve (after every rpc-server is up)", needs=needs))
+    header = [version_line("llamacpp", view.engine_version),
+              f"llama.cpp: layer split over {len(kept)} devices in pipeline order (n_layer {n_layer} + output)"]
     header += [line[2:] for line in _positions(names, actual, n_layer)]
     return Export("llamacpp", listing(header, steps), tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps), not view.feasible)
 
@@ -189,8 +223,9 @@ def _row_split(view: PlanView, ords: Mapping[str, int], warnings: list[str]) -> 
     argv += _context_flags(view, warnings) + _port_flags(view)
     warnings.append("--split-mode row splits each weight matrix by rows over the group; the KV cache and the "
                     "small tensors stay on --main-gpu (the first listed device)")
-    steps = [Step(st.node, tuple(argv), (), f"serve on TP group {list(st.group)!r} (tensor parallel {st.tp}, row split)")]
-    header = [f"llama.cpp: one stage, tensor parallel {st.tp} as --split-mode row over {', '.join(names)}"]
+    steps = [Step(st.node, tuple(argv), _PCI_ORDER, f"serve on TP group {list(st.group)!r} (tensor parallel {st.tp}, row split)")]
+    header = [version_line("llamacpp", view.engine_version),
+              f"llama.cpp: one stage, tensor parallel {st.tp} as --split-mode row over {', '.join(names)}"]
     return Export("llamacpp", listing(header, steps), tuple(warnings), (), tuple(unsupported), tuple(steps), not view.feasible)
 
 
@@ -205,7 +240,11 @@ def _model_path(view: PlanView, warnings: list[str]) -> str:
 def _context_flags(view: PlanView, warnings: list[str]) -> list[str]:
     """-c is the context of all slots together; -np slots (llama-server server-context.cpp: n_ctx / n_parallel each)."""
     w = launchable(view)
-    slots = w.max_sequences or 1
+    cap = int(release("llamacpp", view.engine_version)[1].get("max_seq", MAX_SEQ))
+    slots = min(w.max_sequences or 1, cap)
+    if w.max_sequences and w.max_sequences > cap:
+        warnings.append(f"-np {cap}, not the plan's {w.max_sequences} sequences: llama.cpp serves at most "
+                        f"LLAMA_MAX_SEQ = {cap} slots (src/llama-cparams.h)")
     out = ["-c", str(w.context * slots)] if w.context else []
     if w.max_sequences:
         out += ["-np", str(slots)]

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from partitioner.export.base import Export, ends_cannot_express, plan_warnings, uniform_tp
 from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments, rank_devices
 from partitioner.export.shell import Step, is_host_name, listing
+from partitioner.export.versions import version_line
 from partitioner.export.view import PlanView, node_runs
 from partitioner.export.vllm import validate_partition
 from partitioner.export.workload import SGLANG_FLAGS, launchable, workload_flags
@@ -112,6 +113,7 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
             ("SGLANG_PP_LAYER_PARTITION", partition),
         )
         steps.append(Step(node, tuple(argv + flags + ports), env, f"node rank {r}: pp ranks {idx[0]}-{idx[-1]}"))
-    header = [f"SGLang: pipeline rank k runs stage k ({view.S} ranks, tensor parallel {tp}, {nnodes} node(s))"]
+    header = [version_line("sglang", view.engine_version)]
+    header += [f"SGLang: pipeline rank k runs stage k ({view.S} ranks, tensor parallel {tp}, {nnodes} node(s))"]
     header += [line[2:] for line in rank_comments(view)]
     return Export("sglang", listing(header, steps), tuple(warnings), tuple(cannot), (), tuple(steps), not view.feasible)

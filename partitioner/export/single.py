@@ -38,9 +38,24 @@ def _json(view: PlanView) -> Export:
 
 
 def render_plan(plan: Any, target: str, *, ordinals: Mapping[str, int] | None = None,
-                endpoints: Mapping[str, str] | None = None) -> Export:
-    """The text `target` takes for one plan (`partitioner.export.render` without deployments)."""
+                endpoints: Mapping[str, str] | None = None, engine_version: str | None = None) -> Export:
+    """The text `target` takes for one plan (`partitioner.export.render` without deployments);
+    `engine_version`: the engine release to write for (partitioner.export.versions)."""
     view = view_of(plan)
+    if engine_version is not None:
+        from partitioner.registry import LAUNCH_TARGETS
+
+        if target not in LAUNCH_TARGETS:
+            from partitioner.errors import InputError
+
+            raise InputError(f"--engine-version applies to launch targets ({', '.join(LAUNCH_TARGETS)}), "
+                             f"not {target!r}")
+        import dataclasses
+
+        from partitioner.export.versions import release
+
+        release(target, engine_version)  # an unknown release is refused before anything is rendered
+        view = dataclasses.replace(view, engine_version=engine_version)
     module, name, takes_ords, takes_eps, _ = EXPORT_TARGETS[target]
     fn = getattr(importlib.import_module(module), name)
     args: list[Any] = [view]

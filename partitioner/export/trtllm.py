@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from partitioner.export.base import Export, ends_cannot_express, plan_warnings, uniform_tp, unsupported_gpus
 from partitioner.export.devices import cuda_ordinals, interleaved_nodes, rank_comments, rank_devices, single_node
 from partitioner.export.shell import Step, listing
+from partitioner.export.versions import version_line
 from partitioner.export.view import PlanView, node_runs
 from partitioner.export.workload import launchable
 from partitioner.models.engines import resolve_engine
@@ -94,7 +95,8 @@ def render(view: PlanView, ordinals: Mapping[str, int] | None = None) -> Export:
         steps = [Step(head, tuple(mpi), (), "serve from the first node (MPI starts one rank per GPU, node by node)", (options_file, yaml_text))]
         for n, idx in node_runs(view):
             devs = rank_devices(view, ords, idx)
-            warnings.append(f"on node {n!r} set CUDA_VISIBLE_DEVICES={devs} for the MPI ranks (stage order)")
-    header = [f"TensorRT-LLM: pipeline rank k runs stage k (tensor parallel {tp}"
+            warnings.append(f"on node {n!r} set CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={devs} for the MPI ranks (stage order)")
+    header = [version_line("trtllm", view.engine_version)]
+    header += [f"TensorRT-LLM: pipeline rank k runs stage k (tensor parallel {tp}"
               + (f": rank = pp_rank * {tp} + tp_rank" if tp > 1 else "") + ")", *[line[2:] for line in rank_comments(view)]]
     return Export("trtllm", listing(header, steps), tuple(warnings), tuple(cannot), tuple(unsupported), tuple(steps), not view.feasible)

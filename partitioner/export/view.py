@@ -63,6 +63,7 @@ class PlanView:
     serving: Mapping[str, Any] | None = None  # the plan's serving object, when present
     hosts: tuple[HostView, ...] = ()
     replica: int | None = None  # index in a deployment: launch targets then give each replica its own ports
+    engine_version: str | None = None  # the release a launch target writes for (None: the newest listed, export.versions)
 
     def address(self, node: str) -> str | None:
         """The node's address from cluster.yaml, or None."""

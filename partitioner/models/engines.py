@@ -14,6 +14,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Literal
 
+from pydantic import Field
+
 from partitioner.costs.kvpool import FLAGS, EngineSettings
 from partitioner.models import catalog
 from partitioner.models.fields import Frozen, LocatedValueError, NonNegative, Positive
@@ -55,6 +57,7 @@ class EngineSpec(Frozen):
             return None
         major, _, minor = str(self.min_compute_capability).partition(".")
         return int(major), int(minor or 0)
+    versions: dict[str, dict[str, Any]] = Field(default_factory=dict)  # launch rules per release (export.versions)
 
     def compute_scale(self, compute_class: str) -> float:
         """eta_compute_scale for a compute class (a mapping may leave a class out: 1)."""

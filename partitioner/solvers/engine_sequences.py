@@ -1,9 +1,10 @@
 """The device sequences an engine launches as its stage order (the rules of the export modules).
 
-An engine does not run every device order: vLLM's Ray executor ranks the GPUs of several
-hosts by (driver's node first, nodes with fewer workers, IP string) and by ascending GPU id
-within a node; SGLang and TensorRT-LLM need the same number of consecutive stages on every
-node; llama.cpp and one host run any order (rules and sources: partitioner/export/vllm.py,
+An engine does not run every device order: SGLang and TensorRT-LLM need the same number of
+consecutive stages on every node; vLLM 0.33.0 runs those too (its multiprocessing multi-node
+launch) and, on two hosts with unequal counts, Ray's order (the driver's node first, ascending
+GPU id within a node; with three or more such hosts Ray orders them by random node ids, so
+none is launched); llama.cpp and one host run any order (rules and sources: partitioner/export/vllm.py,
 sglang.py, trtllm.py). `realisable` tests one plan, `realisable_sequences` enumerates every
 launchable sequence (`sequence_count` of them, in closed form), `candidate_orders` lists orders
 that cover them all as subsequences, and `unsupported_devices` the GPUs below an engine's
@@ -107,8 +108,6 @@ def by_node(t: CostTables) -> dict[str, list[int]]:
 def count(engine: str, groups: Mapping[str, list[int]]) -> int:
     N = len(groups)
     one_host = sum(math.factorial(len(v)) for v in groups.values())
-    if ray_order(engine):
-        return math.factorial(N) + one_host
     return math.factorial(N) * math.prod(math.factorial(len(v)) for v in groups.values()) + one_host
 
 
@@ -119,12 +118,7 @@ def candidate_orders(engine: str, t: CostTables) -> Iterator[list[int]]:
     for n in names:  # one host: every engine runs any order (CUDA_VISIBLE_DEVICES)
         if len(groups[n]) > 1 or len(names) == 1:
             yield from (list(p) for p in itertools.permutations(groups[n]))
-    if ray_order(engine):
-        for head in names:
-            for rest in itertools.permutations([n for n in names if n != head]):
-                yield [g for n in (head, *rest) for g in groups[n]]
-        return
-    for perm in itertools.permutations(names):
+    for perm in itertools.permutations(names):  # vLLM's two-host Ray sequences are subsequences of these too
         for inner in itertools.product(*(itertools.permutations(groups[n]) for n in perm)):
             yield [g for block in inner for g in block]
 
@@ -146,9 +140,9 @@ def sequence_count(engine: str, groups: Mapping[str, list[int]], L: int) -> int:
     """How many sequences `realisable_sequences` yields (before the L cap), in closed form."""
     sizes = [len(v) for v in groups.values()]
     total = sum(math.perm(n, j) for n in sizes for j in range(1, min(n, L) + 1))
-    if ray_order(engine):
-        e = _elementary([2**n - 1 for n in sizes])
-        return total + sum(k * e[k] for k in range(2, len(sizes) + 1))
+    if ray_order(engine):  # two hosts over Ray: ascending subsets of unequal sizes, either host driving
+        total += sum(2 * math.comb(a, i) * math.comb(b, j) for a, b in itertools.combinations(sizes, 2)
+                     for i in range(1, a + 1) for j in range(1, b + 1) if i != j)
     for c in range(1, max(sizes) + 1):
         e = _elementary([math.perm(n, c) for n in sizes])
         total += sum(math.factorial(k) * e[k] for k in range(2, len(sizes) + 1))
@@ -157,25 +151,20 @@ def sequence_count(engine: str, groups: Mapping[str, list[int]], L: int) -> int:
 
 def realisable_sequences(engine: str, t: CostTables, address: Mapping[str, str] | None = None) -> Iterator[tuple[int, ...]]:
     """Every device sequence of at most L devices that `engine` launches as stage order."""
-    groups, L = by_node(t), t.L
-    addr = dict(address or {})
+    groups, L = by_node(t), t.L  # `address` no longer decides vLLM's order (0.33.0: Ray node ids)
     for devs in groups.values():  # one host: any order
         for j in range(1, min(len(devs), L) + 1):
             yield from itertools.permutations(devs, j)
     names = list(groups)
     for k in range(2, len(names) + 1):
         for used in itertools.combinations(names, k):
-            if ray_order(engine):
+            if ray_order(engine) and k == 2:  # Ray on two hosts, unequal counts: each host's GPUs ascending
                 for choice in itertools.product(*(_subsets(groups[n]) for n in used)):
-                    if sum(map(len, choice)) > L:
-                        continue
-                    chosen = dict(zip(used, choice, strict=True))
-                    for head in used:
-                        rest = sorted((n for n in used if n != head), key=lambda n: (len(chosen[n]), addr.get(n, n)))
-                        yield tuple(g for n in (head, *rest) for g in chosen[n])
-            else:
-                top = min(len(groups[n]) for n in used)
-                for c in range(1, min(top, L // k) + 1):
-                    for perm in itertools.permutations(used):
-                        for inner in itertools.product(*(itertools.permutations(groups[n], c) for n in perm)):
-                            yield tuple(g for block in inner for g in block)
+                    if len(choice[0]) != len(choice[1]) and sum(map(len, choice)) <= L:
+                        yield tuple(choice[0]) + tuple(choice[1])
+                        yield tuple(choice[1]) + tuple(choice[0])
+            top = min(len(groups[n]) for n in used)
+            for c in range(1, min(top, L // k) + 1):
+                for perm in itertools.permutations(used):
+                    for inner in itertools.product(*(itertools.permutations(groups[n], c) for n in perm)):
+                        yield tuple(g for block in inner for g in block)
