@@ -15,7 +15,6 @@ the inputs or a file the user wrote).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
@@ -40,10 +39,11 @@ def engine_log(*, log_file: str, cluster_file: str | None, write_cluster: str | 
 
     if write_cluster and not cluster_file:
         raise InputError("--write-cluster needs --cluster (the cluster.yaml to copy)")
-    try:
-        text = Path(log_file).read_text(errors="replace")
-    except OSError as exc:
-        raise InputError(f"{log_file}: cannot read ({exc.strerror})") from None
+    from partitioner.userfiles import read_user_bytes
+
+    # bounded and regular files only (a FIFO or /dev/zero is refused, not read forever); a log may
+    # hold stray bytes, so they are replaced rather than refused
+    text = read_user_bytes(log_file).decode("utf-8", errors="replace")
     log = parse_engine_log(text, log_file)
     cluster = _load(cluster_file)
     names = _names(cluster, devices)
