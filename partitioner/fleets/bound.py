@@ -43,6 +43,8 @@ class FleetBound:
     _boxes: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
     _own: tuple[float, float] | None = None
     _cap: float | None = None
+    _probe: list[tuple[int, Any]] = field(default_factory=list)  # (B, cost rows: one per offer, then own devices)
+    _rows: dict[frozenset[int], float] = field(default_factory=dict)
     need_gb: float = 0.0
 
     def _grid(self) -> tuple[list[int], bool]:
@@ -77,7 +79,23 @@ class FleetBound:
             t = build_tables(self.model.with_batch(B, 1), probe, engine=self.engine)
             head = [i for i, k in enumerate(t.kinds) if k == "head"] or [t.L - 1]
             best = max(best, B / float(t.cost[:, head[-1]].min()))
+            self._probe.append((B, t.cost))
         return best
+
+    def per_device(self, present: frozenset[int]) -> float:
+        """max_B B / Σ_l min over the GPU types present (offer indices; your devices always) of the
+        layer's cost: a replica of S stages has τ_max >= Σ_s τ_s / S >= that sum / S, so each of
+        its devices adds at most this much (module doc); inf with TP groups."""
+        if self.cap() == float("inf"):
+            return float("inf")
+        if present not in self._rows:
+            n_off = len(self.offers)
+            best = 0.0
+            for B, cost in self._probe:
+                rows = [r for r in range(cost.shape[0]) if r >= n_off or r in present]
+                best = max(best, B / float(cost[rows].min(axis=0).sum())) if rows else best
+            self._rows[present] = best
+        return self._rows[present]
 
     def _rates(self, cluster: Any) -> tuple[float, float]:
         """(Σ fr_g, Σ usable GB) over the devices of `cluster`; sets need_gb, the weights."""
@@ -113,13 +131,16 @@ class FleetBound:
         return self._own
 
     def __call__(self, fleet: Fleet) -> tuple[float, float]:
-        """(tokens/s bound, usable GB) of `fleet`."""
+        """(tokens/s bound, usable GB) of `fleet`: the least of the per-device bounds summed and of
+        the devices times `per_device` (each a bound on every deployment, so their minimum is too)."""
         rate, room = self._owned()
         for i, (offer, x) in enumerate(zip(self.offers, fleet, strict=True)):
             for n in boxes(x, offer.box):
                 r, m = self._box(i, n)
                 rate, room = rate + r, room + m
-        return rate, room
+        devices = sum(fleet) + (0 if self.own is None else len(self.own.devices))
+        present = frozenset(i for i, x in enumerate(fleet) if x)
+        return min(rate, devices * self.per_device(present)), room
 
     def holds(self, fleet: Fleet) -> bool:
         """Whether the fleet's usable memory can hold the weights at all (a necessary condition)."""
