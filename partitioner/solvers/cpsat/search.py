@@ -51,6 +51,7 @@ __all__ = [
 MAX_WORKERS = 8
 DEFAULT_WORKERS = 2  # fixed (module doc): the interleaved search gives the same plan for any count
 DEFAULT_WORK = 10.0  # deterministic-time units per solve when the user gives no wall-clock limit
+WORK_WALL_CAP_S = 10.0  # the wall-clock backstop of a work-limited solve (make_solver)
 SEED = 0
 FIRST_PHASE_SHARE = 0.6  # the bottleneck phase is the hard one; later phases get the rest
 MIN_PHASE_S = 0.05
@@ -103,6 +104,10 @@ def make_solver(limit_s: float, work: float | None = None) -> cp_model.CpSolver:
         p.max_time_in_seconds = float(limit_s)
     else:
         p.max_deterministic_time = max(float(work), 1e-3)
+        # a wall-clock backstop: on some models (near ties at large M) CP-SAT's deterministic time
+        # hardly advances and a work-limited solve ran for minutes; past WORK_WALL_CAP_S the answer
+        # is the best so far, as under a user's limit (so only such rare solves depend on load)
+        p.max_time_in_seconds = WORK_WALL_CAP_S
     p.num_workers = workers()
     p.interleave_search = True
     p.random_seed = SEED
