@@ -52,7 +52,7 @@ class PoolRunner:
         return list(self._pool.map(evaluate, jobs))
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 class RayRunner:
