@@ -174,7 +174,7 @@ def test_model_dependent_cell_errors(tmp_path, files):
     out = _err(run(write_csv(tmp_path, "t4,14-16,decode,1,8,0.1"), "--model", files["model"]))
     assert "t.csv:3: column 'layer': layer 16 is beyond the model's 16 decoder layers (0-15) (got '14-16')" in out
     out = _err(run(write_csv(tmp_path, "gpu-c,1,decode,1,8,0.1"), "--cluster", files["cluster"]))
-    assert ("t.csv:3: column 'device': unknown device 'gpu-c'; closest: gpu-b, gpu-a; valid: gpu-a, gpu-b "
+    assert ("t.csv:3: column 'device': unknown device 'gpu-c'; closest: gpu-a, gpu-b; valid: gpu-a, gpu-b "
             "(or a GPU catalogue id: partition catalog gpus)") in out
 
 

@@ -79,7 +79,7 @@ def test_without_device():
     d = without_device(c, "a100-1")
     assert [x.name for x in d.devices] == [x.name for x in c.devices if x.name != "a100-1"]
     assert d.pairs == () and len(c.pairs) == 1  # the pair naming it went too; input untouched
-    with pytest.raises(ConfigError, match=r"--without: unknown device 'a100-9'; closest: a100-1, a100-0; valid: a100-0"):
+    with pytest.raises(ConfigError, match=r"--without: unknown device 'a100-9'; closest: a100-0, a100-1; valid: a100-0"):
         without_device(c, "a100-9")
     one = ClusterSpec(devices=[{"name": "x", "gpu": "t4"}])
     with pytest.raises(ConfigError, match=r"only device"):

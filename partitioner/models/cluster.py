@@ -10,7 +10,16 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from partitioner.models import catalog
-from partitioner.models.fields import Fraction, Frozen, LocatedValueError, Name, NonNegative, Positive, PositiveInt
+from partitioner.models.fields import (
+    EngineField,
+    Fraction,
+    Frozen,
+    LocatedValueError,
+    Name,
+    NonNegative,
+    Positive,
+    PositiveInt,
+)
 from partitioner.models.prices import PriceSpec
 
 __all__ = ["GpuSpec", "LinkSpec", "Links", "Pair", "Device", "NodeSpec", "ClusterSpec", "resolve_gpu", "resolve_link"]
@@ -277,7 +286,7 @@ class ClusterSpec(Frozen):
     pairs: tuple[Pair, ...] = ()
     order: Literal["free", "fixed"] = "free"
     reserve_gb: NonNegative = 1.0
-    engine: str | None = None  # presets/engines.yaml id: per-token, per-hop overheads and eta scales; or a mapping {name: id, <flag>: value}
+    engine: EngineField = None  # presets/engines.yaml id: per-token, per-hop overheads and eta scales; or a mapping {name: id, <flag>: value}
     engine_settings: dict[str, Any] | None = None  # the flags of a mapping `engine:` (models/engines.py split_engine)
 
     @model_validator(mode="before")

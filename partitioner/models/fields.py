@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from partitioner.limits import MAX_MAGNITUDE, magnitude_problem
 from partitioner.safetext import control_problem
 
 __all__ = [
+    "EngineField",
     "Frozen",
     "Positive",
     "NonNegative",
@@ -72,6 +73,11 @@ Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False), AfterValidat
 PositiveInt = Annotated[int, Field(gt=0, le=MAX_INT)]
 NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_INT)]
 Name = Annotated[str, Field(min_length=1)]
+#: `engine:` as a preset id or a mapping of the engine's flags ({name: id, <flag>: value}); a
+#: validator turns the mapping into the id and `engine_settings` (models/engines.py split_engine),
+#: so the field holds the id, and the JSON Schema admits both forms.
+EngineField = Annotated[str | None, WithJsonSchema(
+    {"anyOf": [{"type": "string"}, {"type": "object", "required": ["name"]}, {"type": "null"}]})]
 
 
 class LocatedValueError(ValueError):

@@ -16,6 +16,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from partitioner.models import catalog
 from partitioner.models.architecture import Architecture
 from partitioner.models.fields import (
+    EngineField,
     Frozen,
     LocatedValueError,
     Name,
@@ -41,7 +42,7 @@ class Workload(Frozen):
     prompt_tokens: PositiveInt = 512  # tokens per sequence processed in prefill
     context: PositiveInt = 4096  # context length: KV positions read in decode, KV held in memory
     in_flight: PositiveInt = 1  # micro-batches whose KV caches share a stage's memory
-    engine: str | None = None  # presets/engines.yaml id (as cluster.yaml `engine:`); or a mapping {name: id, <flag>: value}
+    engine: EngineField = None  # presets/engines.yaml id (as cluster.yaml `engine:`); or a mapping {name: id, <flag>: value}
     engine_settings: dict[str, Any] | None = None  # the flags of a mapping `engine:` (models/engines.py split_engine)
 
     @model_validator(mode="before")

@@ -36,8 +36,8 @@ __all__ = ["Case", "Outcome", "commands", "cases_for", "run_case", "problems", "
 #: A case that takes longer is a failure (`partition plan` on the seed example takes about 1 s):
 #: CASE_SECONDS of this process's CPU time (ITIMER_PROF, which a loaded machine does not inflate),
 #: or WALL_FACTOR times that on the wall clock (a blocked read, e.g. of a FIFO, uses no CPU).
-CASE_SECONDS = 20.0
-WALL_FACTOR = 6.0
+CASE_SECONDS = 60.0
+WALL_FACTOR = 4.0
 EXIT_CODES = frozenset({0, 2, 3, 4})
 #: `export --strict` (and `plan --export --strict`) refusals: partitioner.export.base.STRICT_EXIT_CODES.
 STRICT_CODES = frozenset({3, 5, 6})
