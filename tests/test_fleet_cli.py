@@ -59,6 +59,7 @@ def test_fleet_prints_the_answer_and_json(files, tmp_path):
     (["--tokens-per-s", "1", "--market", "l4:1", "--box", "t4:2"], "--box: 't4' is not in --market"),
     (["--tokens-per-s", "-5", "--market", "l4:1"], "must be a finite number > 0"),
     (["--tokens-per-s", "1", "--market", "l4:1", "--link", "carrier-pigeon"], "not a shipped link preset"),
+    (["--tokens-per-s", "1", "--market", "l4:1", "--ray", "m"], "--ray: expected 'local', 'auto', HOST:PORT"),
 ])
 def test_fleet_errors_are_one_line(files, args, message):
     model, _ = files
@@ -127,3 +128,17 @@ def test_api_takes_a_target_object_or_mapping():
         partitioner.fleet(m, target={"budget": 1.0}, **kw)
     with pytest.raises(InputError, match="not both"):
         partitioner.fleet(m, target={"budget_usd_h": 1.0}, tokens_per_s=5.0, **kw)
+
+
+def test_inside_a_daemonic_worker_the_sweep_runs_serially(monkeypatch):
+    """A pool worker may not fork (the fuzz harness runs commands in one): the runner is serial there."""
+    import multiprocessing
+
+    from partitioner.fleets.pool import PoolRunner, SerialRunner, make_runner
+
+    monkeypatch.setattr(multiprocessing.current_process(), "daemon", True, raising=False)
+    assert isinstance(make_runner(None, None), SerialRunner)
+    monkeypatch.undo()
+    runner = make_runner(2, None)
+    assert isinstance(runner, PoolRunner)
+    runner.close()

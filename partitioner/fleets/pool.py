@@ -66,8 +66,11 @@ class RayRunner:
         self._ray = ray
         self._own = not ray.is_initialized()
         if self._own:
-            ray.init(address=None if address == "local" else address, include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
+            try:
+                ray.init(address=None if address == "local" else address, include_dashboard=False,
+                         log_to_driver=False, configure_logging=False)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise InputError(f"--ray {address}: cannot join the Ray cluster ({exc})") from None
         self._task: Any = ray.remote(evaluate)
         self.workers = int(ray.cluster_resources().get("CPU", 1))
 
@@ -80,12 +83,24 @@ class RayRunner:
             self._ray.shutdown()
 
 
+def _check_address(address: str) -> str:
+    """"local", "auto", HOST:PORT or ray://HOST:PORT; InputError otherwise (before Ray is touched)."""
+    import re
+
+    if address in ("local", "auto") or re.fullmatch(r"(ray://)?[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}", address):
+        return address
+    raise InputError(f"--ray: expected 'local', 'auto', HOST:PORT or ray://HOST:PORT (got {address!r})")
+
+
 def make_runner(workers: int | None, ray_address: str | None) -> Runner:
-    """Ray if an address is given (or RAY_ADDRESS is set), else serial for one worker, else a pool."""
+    """Ray if an address is given (or RAY_ADDRESS is set), else serial for one worker, else a pool
+    (serial too inside a daemonic process, e.g. a worker of another pool, which may not fork)."""
+    import multiprocessing
+
     address = ray_address or os.environ.get("RAY_ADDRESS")
     if address:
-        return RayRunner(address)
-    if workers == 1:
+        return RayRunner(_check_address(address))
+    if workers == 1 or multiprocessing.current_process().daemon:
         return SerialRunner()
     return PoolRunner(workers)
 
