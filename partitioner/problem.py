@@ -17,6 +17,7 @@ A plan is a sequence of distinct devices g_0..g_{S-1} and cut points
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,6 +28,7 @@ from partitioner.errors import InputError
 from partitioner.registry import OBJECTIVES, ORDERS, REGIMES
 
 __all__ = [
+    "select_rows",
     "CostTables",
     "capped_note",
     "Problem",
@@ -358,6 +360,19 @@ def _split(tables: CostTables, need: float, have: float) -> str:
         return out + "; nearest fix: a smaller `context:` (not one sequence's KV cache fits beside the weights)"
     return out + ("; nearest fix: quantized weights (`weights: int4` needs about a quarter of bf16), or more GPUs "
                   f"(short by {weights - have:.2f} GB for the weights alone)")
+
+
+def select_rows(t: CostTables, rows: list[int]) -> CostTables:
+    """The tables restricted to `rows` (a sub-cluster of devices or of TP groups): per-row arrays
+    sliced, links by both ends."""
+    ix = np.ix_(rows, rows)
+    return dataclasses.replace(
+        t, cost=t.cost[rows], capacity_gb=t.capacity_gb[rows], latency_s=t.latency_s[ix],
+        bandwidth_Bps=t.bandwidth_Bps[ix], device_names=tuple(t.device_names[r] for r in rows),
+        gpu_names=tuple(t.gpu_names[r] for r in rows), node_names=tuple(t.node_names[r] for r in rows),
+        prefill_cost=None if t.prefill_cost is None else t.prefill_cost[rows],
+        gpus_per_row=tuple(t.gpus_per_row[r] for r in rows) if t.gpus_per_row else (),
+    )
 
 
 def explain_infeasible(tables: CostTables) -> str:

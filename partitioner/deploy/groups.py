@@ -33,12 +33,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from partitioner.costs.groups import Group, candidate_groups, disjoint, group_tables, node_configurations
 from partitioner.deploy.launch import Launch
 from partitioner.errors import InfeasibleError
-from partitioner.problem import CostTables, Problem, Solution, explain_infeasible, lex_compare
+from partitioner.problem import CostTables, Problem, Solution, explain_infeasible, lex_compare, select_rows
 
 __all__ = ["GroupPlan", "solve_groups", "select_rows", "MAX_CONFIGS"]
 
@@ -56,17 +54,6 @@ class GroupPlan:
     proven: bool
     lower_bound: float
     subproblems: int
-
-
-def select_rows(t: CostTables, rows: list[int]) -> CostTables:
-    """The tables restricted to `rows` (a sub-cluster of devices or of groups)."""
-    ix = np.ix_(rows, rows)
-    return dataclasses.replace(
-        t, cost=t.cost[rows], capacity_gb=t.capacity_gb[rows], latency_s=t.latency_s[ix],
-        bandwidth_Bps=t.bandwidth_Bps[ix], device_names=tuple(t.device_names[r] for r in rows),
-        gpu_names=tuple(t.gpu_names[r] for r in rows), node_names=tuple(t.node_names[r] for r in rows),
-        prefill_cost=None if t.prefill_cost is None else t.prefill_cost[rows],
-    )
 
 
 def _node_kind(cluster: Any, node: str, on: list[int]) -> tuple[Any, ...]:

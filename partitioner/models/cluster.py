@@ -293,12 +293,9 @@ class ClusterSpec(Frozen):
     @classmethod
     def _engine_mapping(cls, data: Any) -> Any:
         """`engine:` as a mapping keeps its id in `engine` and its flags in `engine_settings`."""
-        if isinstance(data, dict) and isinstance(data.get("engine"), dict):
-            from partitioner.models.engines import split_engine
+        from partitioner.models.engines import engine_mapping
 
-            name, flags = split_engine(data["engine"])
-            data = {**data, "engine": name, "engine_settings": flags}
-        return data
+        return engine_mapping(data)
     # tensor-parallel degrees a stage may use inside one node: a list for every node, or
     # {default: [...], <node>: [...]} per node; None: 1, 2, 4, 8 (partitioner.costs.tp)
     tp: tuple[PositiveInt, ...] | dict[str, tuple[PositiveInt, ...]] | None = None

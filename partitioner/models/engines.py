@@ -20,7 +20,7 @@ from partitioner.costs.kvpool import FLAGS, EngineSettings
 from partitioner.models import catalog
 from partitioner.models.fields import Frozen, LocatedValueError, NonNegative, Positive
 
-__all__ = ["EngineSpec", "EngineSettings", "resolve_engine", "engine_ids", "precision_class", "default_factors",
+__all__ = ["engine_mapping", "EngineSpec", "EngineSettings", "resolve_engine", "engine_ids", "precision_class", "default_factors",
            "DEFAULT_ENGINE", "split_engine", "resolve_settings"]
 
 DEFAULT_ENGINE = "generic"
@@ -106,6 +106,15 @@ def default_factors(memory_type: str, compute_class: str, cc: tuple[int, int] | 
 
 
 _BOUNDS: dict[str, tuple[float, float]] = {"gpu_memory_utilization": (0.0, 1.0), "mem_fraction_static": (0.0, 1.0)}
+
+
+def engine_mapping(data: Any) -> Any:
+    """A model validator's input with `engine:` as a mapping split into its id (`engine`) and its
+    flags (`engine_settings`), for cluster.yaml and the model's workload alike."""
+    if isinstance(data, dict) and isinstance(data.get("engine"), dict):
+        name, flags = split_engine(data["engine"])
+        data = {**data, "engine": name, "engine_settings": flags}
+    return data
 
 
 def split_engine(value: Any, where: tuple[str | int, ...] = ("engine",)) -> tuple[str | None, dict[str, Any] | None]:

@@ -49,12 +49,9 @@ class Workload(Frozen):
     @classmethod
     def _engine_mapping(cls, data: Any) -> Any:
         """`engine:` as a mapping keeps its id in `engine` and its flags in `engine_settings`."""
-        if isinstance(data, dict) and isinstance(data.get("engine"), dict):
-            from partitioner.models.engines import split_engine
+        from partitioner.models.engines import engine_mapping
 
-            name, flags = split_engine(data["engine"])
-            data = {**data, "engine": name, "engine_settings": flags}
-        return data
+        return engine_mapping(data)
 
     # The request mix (partitioner.analysis.chunked): mean tokens, or a histogram {tokens: weight}.
     # With both given, serving numbers include chunked prefill; without them, pure decode.

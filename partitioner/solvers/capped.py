@@ -17,11 +17,8 @@ import itertools
 import math
 from collections.abc import Callable
 
-import numpy as np
-
 from partitioner.errors import InfeasibleError
 from partitioner.problem import (
-    CostTables,
     Problem,
     Solution,
     capped_note,
@@ -29,22 +26,12 @@ from partitioner.problem import (
     explain_infeasible,
     lex_compare,
     objective_key,
+    select_rows,
 )
 
 __all__ = ["MAX_SUBSETS", "solve"]
 
 MAX_SUBSETS = 64  # C(G, N) restricted solves at most; beyond it CP-SAT takes the cap as a constraint
-
-
-def _rows(t: CostTables, rows: list[int]) -> CostTables:
-    """The tables of the devices `rows` (per-device arrays sliced, links by both ends)."""
-    ix = np.ix_(rows, rows)
-    return dataclasses.replace(
-        t, cost=t.cost[rows], capacity_gb=t.capacity_gb[rows], latency_s=t.latency_s[ix],
-        bandwidth_Bps=t.bandwidth_Bps[ix], device_names=tuple(t.device_names[r] for r in rows),
-        gpu_names=tuple(t.gpu_names[r] for r in rows), node_names=tuple(t.node_names[r] for r in rows),
-        prefill_cost=None if t.prefill_cost is None else t.prefill_cost[rows],
-    )
 
 
 def solve(problem: Problem, solve_auto: Callable[[Problem], Solution]) -> Solution | None:
@@ -59,7 +46,7 @@ def solve(problem: Problem, solve_auto: Callable[[Problem], Solution]) -> Soluti
     best: tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...]] | None = None
     proven, lower = True, math.inf
     for rows in itertools.combinations(range(problem.G), n):
-        sub = dataclasses.replace(problem, tables=_rows(problem.tables, list(rows)), max_stages=None)
+        sub = dataclasses.replace(problem, tables=select_rows(problem.tables, list(rows)), max_stages=None)
         try:
             sol = solve_auto(sub)
         except InfeasibleError:
