@@ -190,18 +190,14 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
     """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
     from partitioner.costs import build_tables
     from partitioner.deploy.bound_inputs import for_serve
-    from partitioner.errors import InputError
     from partitioner.planning.serve_limits import serve_limits
-    from partitioner.serving.search import MAX_BATCH, batch_grid
+    from partitioner.serving.search import serve_grid
 
     limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)
     planner = serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order, solver=solver,
                             limits=limits, batches=batches, deadline=deadline, launch=launch,
                             replica_s=replica_s)
-    cap = min(max_batch or MAX_BATCH, MAX_BATCH)
-    grid = [b for b in (batch_grid(cap) if batches is None else batches) if b <= cap]
-    if not grid:
-        raise InputError(f"no batch size to search: the batches {batches} are all above max_batch {cap}")
+    grid = serve_grid(batches, max_batch)
     bound = for_serve(model, cluster, lambda B: build_tables(model.with_batch(B, 1), cluster, engine=engine), grid,
                       tp, engine, monotone=batches is None)
     return planner, bound

@@ -51,11 +51,10 @@ class FleetBound:
         """The serve objective's batch grid (as partitioner.deploy.serve.serve_inputs builds it), and
         whether it is the roofline's (monotone)."""
         from partitioner.api import serve_limits
-        from partitioner.serving.search import MAX_BATCH, batch_grid
+        from partitioner.serving.search import serve_grid
 
         _, batches = serve_limits(self.model, self.tpot_ms, self.ttft_ms, self.max_batch)
-        cap = min(self.max_batch or MAX_BATCH, MAX_BATCH)
-        return [b for b in (batch_grid(cap) if batches is None else batches) if b <= cap], batches is None
+        return serve_grid(batches, self.max_batch), batches is None
 
     def cap(self) -> float:
         """c of the module doc (tokens/s one replica can reach at most); inf with TP groups."""

@@ -55,7 +55,7 @@ from partitioner.serving.points import (
 from partitioner.serving.run import Rule, _d_ret_lb, _Search
 from partitioner.serving.splits import MAX_SPLITS
 
-__all__ = ["Limits", "Point", "SearchResult", "batch_grid", "with_in_flight", "search", "pareto", "MAX_BATCH"]
+__all__ = ["Limits", "Point", "SearchResult", "batch_grid", "with_in_flight", "search", "serve_grid", "pareto", "MAX_BATCH"]
 
 MAX_BATCH = 4096  # the grid's ceiling when neither memory nor --max-batch stops it
 
@@ -114,6 +114,16 @@ def _no_point(run: _Search, limits: Limits) -> PartitionerError:
         f"{fmt_time(quickest[0] if quickest else math.inf)})")
 
 
+def serve_grid(batches: list[int] | None, max_batch: int | None) -> list[int]:
+    """The batch sizes the serve objective searches: `batch_grid` up to min(max_batch, MAX_BATCH),
+    or a profile's own `batches` up to that; InputError when none is left."""
+    cap = min(max_batch or MAX_BATCH, MAX_BATCH)
+    grid = batch_grid(cap) if batches is None else [b for b in batches if b <= cap]
+    if not grid:
+        raise InputError(f"no batch size to search: the batches {batches} are all above max_batch {cap}")
+    return grid
+
+
 def search(
     tables_at: Callable[[int], CostTables],
     batches: list[int] | None,
@@ -140,10 +150,7 @@ def search(
     deadline = None if time_limit_s is None else t0 + time_limit_s
     run = _Search(tables_at, regime, order, solver=solver, limits=limits, deadline=deadline,
                   exact=solver not in BASELINES, rule=rule, prune=prune)
-    cap = min(limits.max_batch or MAX_BATCH, MAX_BATCH)
-    grid = batch_grid(cap) if batches is None else [b for b in batches if b <= cap]
-    if not grid:
-        raise InputError(f"no batch size to search: the batches {batches} are all above max_batch {cap}")
+    grid = serve_grid(batches, limits.max_batch)
     run.first_batch = grid[0]
     done: list[int] = []
     complete = True
