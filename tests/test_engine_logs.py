@@ -1,9 +1,8 @@
 """The KV pool against public vLLM / SGLang start-up logs (tests/data/engine_logs.yaml).
 
-Each row's prediction uses only its settings and model shapes (partitioner.calibrate.engine_logs);
-the engine's measured memory constants come from the `fit` rows, the rest are held out. vLLM before
-0.6.4 sized its pool by another rule (free memory before minus after the profile run, which counts
-allocator and NCCL memory); on those rows the model is an upper bound, not a prediction.
+Each row's prediction uses only its settings and model shapes (partitioner.calibrate.engine_logs)
+and the rule its vLLM release sized the pool by (presets/engines.yaml `pool_rules`); the engine's
+measured memory constants come from the `fit` rows, the rest are held out.
 """
 
 from __future__ import annotations
@@ -12,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from partitioner.calibrate.engine_logs import fit_constants, in_scope, load_rows, predict, version_tuple
-from partitioner.models.engines import resolve_engine
+from partitioner.calibrate.engine_logs import fit_constants, load_rows, predict
+from partitioner.models.engines import pool_rule, resolve_engine
 
 CORPUS = Path(__file__).resolve().parent / "data" / "engine_logs.yaml"
 ROWS = load_rows(CORPUS)
@@ -39,39 +38,37 @@ def test_shipped_constants_are_the_fit_rows_own():
         assert shipped[key] == pytest.approx(value, abs=0.006), key
 
 
-def test_pool_within_20_percent_on_modelled_rows():
-    """vLLM >= 0.6.4 and SGLang: 11 of 13 rows within ±20 %, the held-out ones 8 of 10. The two
-    misses are V1 engines (Llama-3.1-8B on an L40S under 0.8.5, +26 %; Qwen3-235B-FP8 at TP 4 under
-    0.9, +45 %), whose start-up counts memory beyond the profiled activations and the sampler
-    (vllm/v1/worker/gpu_worker.py `determine_available_memory`, v0.8.5, adds everything the device
-    holds beyond torch's current allocation)."""
-    modelled = [r for r in ROWS if in_scope(r)]
-    assert _within(modelled) >= 11 / 13 >= 0.8
-    assert _within([r for r in modelled if r.split == "test"]) >= 8 / 10  # held out
-
-
-def test_share_within_20_percent_over_every_row_with_a_logged_pool():
-    """The issue's criterion over ALL rows (old vLLM included) is not met: 13 of 20 rows whose log
-    gives a pool are within ±20 %. The seven vLLM < 0.6.4 rows hold five misses (their four TP or PP
-    rows, +38 % to +771 %, and one TP 1 row at +20.9 %), the modelled versions two (above). This
-    floor keeps the measured share from sliding; benchmarks/engine_logs.py prints the count."""
+def test_pool_within_20_percent_over_every_row_with_a_logged_pool():
+    """The issue's criterion (>= 80 % of rows within ±20 %) is NOT met yet: benchmarks/engine_logs.py
+    prints the table. The misses are PR 6920's two PP-8 launches (vLLM 0.5.3 counted about 7 GiB
+    more per worker than its source allocates), the T4 TP-2 row of 0.4, the V1 rows of 0.8.5 on an
+    L40S (+26 %) and of 0.9 with an LMCache connector (+45 %), and the 16k-context row of 0.2.0
+    (+22 %). This floor keeps the measured share from sliding."""
     pooled = [r for r in ROWS if predict(r).logged > 0]
-    assert len(ROWS) >= 21 and len(pooled) >= 20
-    assert _within(pooled) >= 13 / 20
+    assert len(pooled) >= 20
+    assert _within(pooled) >= 14 / 20
+    assert _within([r for r in pooled if r.split == "test"]) >= 11 / 17  # held out
+
+
+def test_vllm_0_2_counts_the_held_all_reduce_inputs():
+    """v0.2.4 measured torch.cuda.max_memory_allocated() without TORCH_NCCL_AVOID_RECORD_STREAMS:
+    at TP 4 each of Llama-2-70B's 160 all-reduce inputs (4096 tokens x 8192 x 2 bytes) stays
+    allocated, 10 GiB per worker: the logged 20,865 blocks are then within 15 %, against +38 % by the
+    rule of v0.6.4+."""
+    row = next(r for r in ROWS if r.id == "pr2031-llama2-70b-a100-tp4")
+    assert pool_rule(resolve_engine("vllm"), row.version)[1]["peak"] == "max_allocated"
+    p = predict(row)
+    held = 160 * 4096 * 8192 * 2
+    assert p.stages[0].activation >= held
+    assert abs(p.error) <= 0.15
+    assert p.stages[0].non_torch == 0.0
 
 
 def test_refusals_agree_with_the_engine():
     """The engine refused to start (pool below one max_model_len request, or no memory) exactly
     where the model refuses."""
     for r in ROWS:
-        if in_scope(r):
-            assert predict(r).refused == bool(r.logged.get("refused", 0)), r.id
-
-
-def test_before_the_modelled_rule_the_model_is_an_upper_bound():
-    old = [r for r in ROWS if not in_scope(r)]
-    assert old and all(version_tuple(r.version) < (0, 6, 4) for r in old)
-    assert all(predict(r).predicted >= predict(r).logged for r in old)
+        assert predict(r).refused == bool(r.logged.get("refused", 0)), r.id
 
 
 def test_logged_weights_match_the_shapes_within_3_percent():

@@ -165,12 +165,14 @@ def test_sglang_defaults_follow_tp_and_gpu_memory():
     assert resolve_settings("sglang", {}, min_visible_gib=79.19).chunked_prefill_size == 8192
 
 
-def test_an_older_vllm_version_says_to_calibrate(tmp_path):
-    text = (EX / "clusters" / "l4x8-vllm.yaml").read_text()
-    model = load_model(EX / "models" / "llama-3-70b-fp8.yaml")
-    cuts = (0, 11, 21, 31, 41, 51, 61, 71, 82)
-    old = capacity(build_tables(model, load_cluster(_write(tmp_path, text.replace(", non_kv_gib: 9.02", "")))),
-                   tuple(range(8)), cuts)
-    assert "older rule" in old.note and "calibrate engine-log" in old.note
-    calibrated = capacity(build_tables(model, load_cluster(EX / "clusters" / "l4x8-vllm.yaml")), tuple(range(8)), cuts)
-    assert "older rule" not in calibrated.note
+def test_each_vllm_release_sizes_its_pool_by_its_own_rule():
+    """presets/engines.yaml `pool_rules`: the newest rule whose first release is <= the version; V0
+    releases profile max(max_model_len, 2048) tokens with 256 sequences unless the flags say otherwise."""
+    assert resolve_settings("vllm", {}).peak_rule == "torch_peak"
+    old = resolve_settings("vllm", {"version": "0.5.3", "max_model_len": 8192}, min_visible_gib=79.19)
+    assert (old.peak_rule, old.max_num_batched_tokens, old.max_num_seqs) == ("free_memory", 8192, 256)
+    assert resolve_settings("vllm", {"version": "0.4", "max_model_len": 1024}).max_num_batched_tokens == 2048
+    given = resolve_settings("vllm", {"version": "0.5.3", "max_model_len": 8192, "max_num_batched_tokens": 512})
+    assert given.max_num_batched_tokens == 512
+    assert resolve_settings("vllm", {"version": "0.2.4"}).peak_rule == "max_allocated"
+    assert resolve_settings("vllm", {"version": "0.6.4"}).peak_rule == "torch_peak"

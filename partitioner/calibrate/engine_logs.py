@@ -20,7 +20,7 @@ import numpy as np
 from partitioner.costs.kvpool import GiB, KVPool, StageMemory, pool_for, stage_memory, version_tuple
 from partitioner.costs.roofline import Shape, precision_bytes
 
-__all__ = ["Row", "Prediction", "load_rows", "predict", "pp_partition", "stage_cuts", "fit_constants", "in_scope",
+__all__ = ["Row", "Prediction", "load_rows", "predict", "pp_partition", "stage_cuts", "fit_constants",
            "version_tuple"]
 
 
@@ -116,17 +116,6 @@ def load_rows(path: Path) -> list[Row]:
     return rows
 
 
-def in_scope(row: Row) -> bool:
-    """Whether the engine's version sizes its pool by the modelled rule (presets/engines.yaml
-    `pool_rule_since`): vLLM before 0.6.4 took the profiling peak as free memory before minus after
-    the profile run (vllm/worker/worker.py determine_num_available_blocks, v0.2-v0.6.3), which
-    counts allocator and communication buffers the model does not predict."""
-    from partitioner.models.engines import resolve_engine
-
-    since = resolve_engine(row.engine).pool_rule_since
-    return not since or version_tuple(row.version) >= version_tuple(since)
-
-
 def fit_constants(rows: list[Row]) -> dict[str, float]:
     """The engine's measured memory terms from the `fit` rows' logged lines (medians): non-torch
     memory at TP 1, at TP >= 2 on NVLink boards and on PCIe cards, and the sampler copies (the
@@ -155,7 +144,7 @@ def _pool(row: Row, constants: dict[str, float] | None = None) -> KVPool:
     b_w = precision_bytes(row.weights)
     b_e = 2.0 if row.weights in ("fp8", "int8", "int4") else b_w  # roofline.Work.of: 16-bit ends
     b_kv = 2.0
-    settings = resolve_settings(row.engine, dict(row.settings), min_visible_gib=min(row.visible_bytes) / GiB)
+    settings = resolve_settings(row.engine, {"version": row.version, **row.settings}, min_visible_gib=min(row.visible_bytes) / GiB)
     if constants:
         settings = replace(settings, **constants)  # type: ignore[arg-type]
     stages = len(row.visible_bytes)

@@ -12,15 +12,41 @@ Symbols (bytes per TP rank; a stage on a row of `tp` ranks holds layers [i, j)):
              max_num_seqs · V · 4 bytes (fp32 logits) · sampler_copies
     k        KV bytes per token of the stage's layers / tp;  b = block_size
 
-vLLM (vllm/v1/worker/gpu_worker.py `Worker.determine_available_memory`, v0.8-v0.11: the KV memory
-is requested − the non-KV peak of `profile_run`, requested = u·M;
-vllm/v1/core/kv_cache_utils.py `get_num_blocks`: blocks = available // page_size // num_layers;
-the engine core takes the minimum over workers, vllm/v1/engine/core.py
-`EngineCore._initialize_kv_caches`, and `check_enough_kv_cache_memory` refuses to start when one
-max_model_len request does not fit):
+vLLM, by the release's rule (presets/engines.yaml `pool_rules`, the newest rule whose first release
+is <= the version; `peak_rule` below). Every rule sizes blocks = (u·M − peak) // block bytes per
+worker and the engine takes the least over workers (vllm/executor/distributed_gpu_executor.py
+`determine_num_available_blocks`, v0.4-v0.6; vllm/v1/engine/core.py `EngineCore._initialize_kv_caches`),
+and refuses to start when one max_model_len request does not fit. The peak differs:
+
+  torch_peak (v0.6.4+; vllm/worker/worker.py `Worker.determine_num_available_blocks` from PR 9352,
+  vllm/v1/worker/gpu_worker.py `Worker.determine_available_memory`): torch's allocated peak of
+  `profile_run` plus the non-torch memory measured apart;
+  vllm/v1/core/kv_cache_utils.py `get_num_blocks`: blocks = available // page_size // num_layers:
 
     pool_s   = u·M − W − A − N − S·[s is last]
-    blocks_s = floor(pool_s / (b·k)),   tokens = b · min_s blocks_s
+
+  free_memory (v0.4.0-v0.6.3; v0.4.0.post1 and v0.5.3 wheels, vllm/worker/worker.py
+  `Worker.init_device` takes init_gpu_memory = mem_get_info()[0] before NCCL set-up and loading,
+  `determine_num_available_blocks` / `profile_num_available_blocks` empties torch's cache, runs
+  vllm/worker/model_runner.py `profile_run` and takes peak = init_gpu_memory − free memory after it):
+  the same terms as torch_peak (what torch still reserves after the run, NCCL and cuBLAS buffers
+  made after init_device), and on every PP rank but the first the empty IntermediateTensors of the
+  profiled batch (`make_empty_intermediate_tensors`: hidden states and residual, T·2h·b_a):
+
+    pool_s   = u·M − W − A − I·[s is not first] − N − S·[s is last]
+
+  max_allocated (v0.2; v0.2.4 wheel, vllm/worker/worker.py `Worker.profile_num_available_blocks`:
+  peak = torch.cuda.max_memory_allocated() after `profile_run`, M = the device's total memory):
+  no non-torch term, but at TP >= 2 every all-reduce input of the profiling forward stays allocated
+  until NCCL has run it (vllm/model_executor/parallel_utils/communication_op.py
+  `tensor_model_parallel_all_reduce` calls torch.distributed.all_reduce, which records the tensor on
+  NCCL's stream; TORCH_NCCL_AVOID_RECORD_STREAMS=1 was set only from v0.4, `Worker.init_device`,
+  whose comment names this growth); the CPU runs the whole forward ahead of the GPU, so all of them,
+  two per decoder layer of T·h·b_a each:
+
+    pool_s   = u·M − W − A − R − S·[s is last],   R = [tp >= 2] · n_s · T · 2h·b_a
+
+  blocks_s = floor(pool_s / (b·k)),   tokens = b · min_s blocks_s
 
 SGLang (python/sglang/srt/model_executor/model_runner.py `ModelRunner.profile_max_num_token`,
 v0.4: rest = available-after-load − total·(1 − f), tokens = rest // cell_size, cell_size = k):
@@ -97,13 +123,8 @@ class EngineSettings:
     non_torch_gib_tp: float = 0.0
     non_torch_gib_tp_pcie: float = 0.0
     sampler_copies: float = 0.0
-    pool_rule_since: str = ""  # the first version whose start-up pool follows this module's rule
-
-    @property
-    def rule_covers_version(self) -> bool:
-        """Whether `version` (if given) sizes its pool by the modelled rule (module doc)."""
-        v, since = version_tuple(self.version), version_tuple(self.pool_rule_since)
-        return not v or not since or v >= since
+    peak_rule: str = "torch_peak"  # vLLM: how the release measured its non-KV peak (module doc)
+    pool_rule_since: str = ""  # the first release of that rule (presets/engines.yaml `pool_rules`)
 
     def fraction(self, tp: int = 1) -> float:
         """u: the share of engine-visible memory the engine may use; SGLang's default falls with the
@@ -204,6 +225,12 @@ def stage_memory(p: KVPool, g: int, i: int, j: int, last: bool) -> StageMemory:
     T = st.profile_tokens
     A = T * (p.act_fixed + p.act_sharded / t) if st.name in ("vllm", "llamacpp") else 0.0
     N = st.non_torch_bytes(t, True if p.nvlink is None else bool(p.nvlink[g]))
+    if st.name == "vllm" and st.peak_rule == "free_memory" and i > 0:
+        A += T * p.act_fixed  # IntermediateTensors of the profiled batch on a non-first PP rank
+    if st.name == "vllm" and st.peak_rule == "max_allocated":
+        N = 0.0  # max_memory_allocated counts torch's tensors only
+        if t > 1:  # all-reduce inputs held on NCCL's stream: two per decoder layer
+            A += int(np.count_nonzero(p.kv_bytes[i:j])) * T * p.act_fixed
     S = 0.0
     if last and st.name == "vllm":
         S = min(int(st.max_num_seqs or 256), T or 1) * p.vocab * 4.0 * st.sampler_copies

@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from partitioner.costs.kvpool import FLAGS, EngineSettings
+from partitioner.costs.kvpool import FLAGS, EngineSettings, version_tuple
 from partitioner.models import catalog
 from partitioner.models.fields import Frozen, LocatedValueError, NonNegative, Positive
 
-__all__ = ["engine_mapping", "EngineSpec", "EngineSettings", "resolve_engine", "engine_ids", "precision_class", "default_factors",
+__all__ = ["engine_mapping", "pool_rule", "EngineSpec", "EngineSettings", "resolve_engine", "engine_ids", "precision_class", "default_factors",
            "DEFAULT_ENGINE", "split_engine", "resolve_settings"]
 
 DEFAULT_ENGINE = "generic"
@@ -48,7 +48,9 @@ class EngineSpec(Frozen):
     large_gpu: dict[str, Any] | None = None  # defaults that change on GPUs of >= min_gib (vLLM get_batch_defaults)
     small_gpu: dict[str, Any] | None = None  # defaults that change on GPUs below max_gib (SGLang ServerArgs)
     memory: dict[str, float] | None = None  # measured memory terms (non-torch GiB, sampler copies)
-    pool_rule_since: str = ""  # the first version whose start-up KV pool follows costs/kvpool.py's rule
+    # How each release measured its non-KV peak before sizing the KV pool, keyed by the first release
+    # of each rule, newest first (costs/kvpool.py module doc; each entry cites the engine's source)
+    pool_rules: dict[str, dict[str, Any]] | None = None
 
     @property
     def min_cc(self) -> tuple[int, int] | None:
@@ -178,5 +180,33 @@ def resolve_settings(name: str | None, flags: dict[str, Any] | None = None, *, m
     values: dict[str, Any] = {k: v for k, v in base.items() if k in EngineSettings.__dataclass_fields__}
     values.update({k: float(v) for k, v in (spec.memory or {}).items()})
     values["version"] = str(values.get("version") or "")
-    values["pool_rule_since"] = spec.pool_rule_since
+    since, rule = pool_rule(spec, values["version"])
+    if rule:
+        values["peak_rule"] = str(rule["peak"])
+        values["pool_rule_since"] = since
+        for key, value in (rule.get("settings") or {}).items():  # the release's own defaults, below the user's flags
+            if key not in (flags or {}):
+                values[key] = value
+        ctx = values.get("max_model_len")
+        if (rule.get("batched_tokens") == "max_model_len" and "max_num_batched_tokens" not in (flags or {})
+                and ctx is not None and int(ctx) <= 32768):
+            values["max_num_batched_tokens"] = max(int(ctx), 2048)
     return EngineSettings(name=spec.id, **values)
+
+
+def pool_rule(spec: EngineSpec, version: str) -> tuple[str, dict[str, Any]]:
+    """(first release, rule) of `pool_rules` that `version` follows: the newest rule whose first
+    release is <= version (no version: the newest rule); ("", {}) when the engine lists none."""
+    rules = spec.pool_rules or {}
+    if not rules:
+        return "", {}
+    def key(text: str) -> tuple[int, ...]:  # "0.4" is release 0.4.0
+        parts = version_tuple(text)
+        return parts + (0,) * (3 - len(parts))
+
+    ordered = sorted(rules.items(), key=lambda kv: key(kv[0]), reverse=True)
+    v = version_tuple(version)
+    for since, rule in ordered:
+        if not v or key(version) >= key(since):
+            return since, rule
+    return ordered[-1]

@@ -125,9 +125,6 @@ def _engine_capacity(t: CostTables, devices: tuple[int, ...], cuts: tuple[int, .
         return Capacity(0, stage, per, tokens, per_tok, mem, note)
     note = "" if tokens >= C else (f"the KV pool holds {tokens:,} tokens, less than one {C:,}-token sequence; "
                                    f"shorter sequences are served")
-    if not st.rule_covers_version and pool.non_kv_bytes is None:
-        note = "; ".join(x for x in (note, f"{st.name} {st.version} sized its pool by an older rule that counts more "
-                                            f"non-KV memory: calibrate with `partition calibrate engine-log`") if x)
     return Capacity(tokens // C, stage, per, tokens, per_tok, mem, note)
 
 
