@@ -25,26 +25,29 @@ and refuses to start when one max_model_len request does not fit. The peak diffe
 
     pool_s   = u·M − W − A − N − S·[s is last]
 
-  free_memory (v0.4.0-v0.6.3; v0.4.0.post1 and v0.5.3 wheels, vllm/worker/worker.py
-  `Worker.init_device` takes init_gpu_memory = mem_get_info()[0] before NCCL set-up and loading,
-  `determine_num_available_blocks` / `profile_num_available_blocks` empties torch's cache, runs
-  vllm/worker/model_runner.py `profile_run` and takes peak = init_gpu_memory − free memory after it):
-  the same terms as torch_peak (what torch still reserves after the run, NCCL and cuBLAS buffers
-  made after init_device), and on every PP rank but the first the empty IntermediateTensors of the
-  profiled batch (`make_empty_intermediate_tensors`: hidden states and residual, T·2h·b_a):
+  free_memory (v0.2.5-v0.6.3; vllm/worker/worker.py read in the v0.2.5, v0.4.0.post1 and v0.5.3
+  wheels: `profile_num_available_blocks` / `determine_num_available_blocks` empties torch's cache,
+  runs vllm/worker/model_runner.py `profile_run` and takes peak = free memory before − after it,
+  "before" being the total in v0.2.5 and `Worker.init_device`'s mem_get_info()[0] from v0.4):
+  the same terms as torch_peak (what torch still reserves after the run, NCCL and cuBLAS buffers),
+  on every PP rank but the first the empty IntermediateTensors of the profiled batch
+  (`make_empty_intermediate_tensors`: hidden states and residual, T·2h·b_a), and before v0.4 at
+  TP >= 2 the all-reduce inputs the caching allocator still holds (`allreduce_held`):
+  vllm/model_executor/parallel_utils/communication_op.py `tensor_model_parallel_all_reduce` calls
+  torch.distributed.all_reduce, which records its input on NCCL's stream, so the block is not reused
+  until NCCL has run it; the CPU runs the whole forward ahead of the GPU, so every one of them, two
+  per decoder layer of T·h·b_a, stays reserved (v0.4 sets TORCH_NCCL_AVOID_RECORD_STREAMS=1 in
+  `Worker.init_device`, whose comment names this growth):
 
-    pool_s   = u·M − W − A − I·[s is not first] − N − S·[s is last]
+    pool_s   = u·M − W − A − I·[s is not first] − R − N − S·[s is last],   R = [held, tp >= 2] · n_s · T · 2h·b_a
 
-  max_allocated (v0.2; v0.2.4 wheel, vllm/worker/worker.py `Worker.profile_num_available_blocks`:
-  peak = torch.cuda.max_memory_allocated() after `profile_run`, M = the device's total memory):
-  no non-torch term, but at TP >= 2 every all-reduce input of the profiling forward stays allocated
-  until NCCL has run it (vllm/model_executor/parallel_utils/communication_op.py
-  `tensor_model_parallel_all_reduce` calls torch.distributed.all_reduce, which records the tensor on
-  NCCL's stream; TORCH_NCCL_AVOID_RECORD_STREAMS=1 was set only from v0.4, `Worker.init_device`,
-  whose comment names this growth); the CPU runs the whole forward ahead of the GPU, so all of them,
-  two per decoder layer of T·h·b_a each:
+  max_allocated (v0.2.0-v0.2.4; v0.2.4 wheel, vllm/worker/worker.py
+  `Worker.profile_num_available_blocks`: peak = torch.cuda.max_memory_allocated() after `profile_run`,
+  M = the device's total memory): torch's allocated tensors only, no non-torch term; freed all-reduce
+  inputs no longer count as allocated even while NCCL holds them (vLLM PR 2031 replaced this rule
+  because TP > 1 launches used more than gpu_memory_utilization):
 
-    pool_s   = u·M − W − A − R − S·[s is last],   R = [tp >= 2] · n_s · T · 2h·b_a
+    pool_s   = u·M − W − A − S·[s is last]
 
   blocks_s = floor(pool_s / (b·k)),   tokens = b · min_s blocks_s
 
@@ -124,6 +127,7 @@ class EngineSettings:
     non_torch_gib_tp_pcie: float = 0.0
     sampler_copies: float = 0.0
     peak_rule: str = "torch_peak"  # vLLM: how the release measured its non-KV peak (module doc)
+    allreduce_held: bool = False  # free_memory before v0.4: the caching allocator holds all-reduce inputs
     pool_rule_since: str = ""  # the first release of that rule (presets/engines.yaml `pool_rules`)
 
     def fraction(self, tp: int = 1) -> float:
@@ -227,10 +231,10 @@ def stage_memory(p: KVPool, g: int, i: int, j: int, last: bool) -> StageMemory:
     N = st.non_torch_bytes(t, True if p.nvlink is None else bool(p.nvlink[g]))
     if st.name == "vllm" and st.peak_rule == "free_memory" and i > 0:
         A += T * p.act_fixed  # IntermediateTensors of the profiled batch on a non-first PP rank
+    if st.name == "vllm" and st.peak_rule == "free_memory" and st.allreduce_held and t > 1:
+        A += int(np.count_nonzero(p.kv_bytes[i:j])) * T * p.act_fixed  # two held all-reduce inputs per layer
     if st.name == "vllm" and st.peak_rule == "max_allocated":
         N = 0.0  # max_memory_allocated counts torch's tensors only
-        if t > 1:  # all-reduce inputs held on NCCL's stream: two per decoder layer
-            A += int(np.count_nonzero(p.kv_bytes[i:j])) * T * p.act_fixed
     S = 0.0
     if last and st.name == "vllm":
         S = min(int(st.max_num_seqs or 256), T or 1) * p.vocab * 4.0 * st.sampler_copies

@@ -183,6 +183,7 @@ def resolve_settings(name: str | None, flags: dict[str, Any] | None = None, *, m
     since, rule = pool_rule(spec, values["version"])
     if rule:
         values["peak_rule"] = str(rule["peak"])
+        values["allreduce_held"] = bool(rule.get("allreduce_held", False))
         values["pool_rule_since"] = since
         for key, value in (rule.get("settings") or {}).items():  # the release's own defaults, below the user's flags
             if key not in (flags or {}):
