@@ -85,3 +85,22 @@ def test_logged_weights_match_the_shapes_within_3_percent():
             assert worst.weights / 2**30 == pytest.approx(r.logged["weights_gib"], rel=0.03), r.id
             checked += 1
     assert checked >= 4
+
+
+def test_readme_counts_are_the_benchmarks():
+    """README "KV pool as the engine sizes it" prints benchmarks/engine_logs.py's table and counts."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "engine_logs.py"
+    spec = importlib.util.spec_from_file_location("engine_logs_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    preds = [predict(r) for r in ROWS]
+    for name, (ok, n) in bench.summary(preds).items():
+        assert f"within ±20%: {ok}/{n} (" in readme, name
+    for p in preds:
+        assert f"[{p.row.id}]({p.row.source})" in readme
+        if p.logged > 0:
+            assert f"| {p.error:+.1%} |" in readme

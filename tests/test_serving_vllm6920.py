@@ -6,9 +6,10 @@ engine does: 0.9 x the L4's 22.05 GiB, minus each worker's weights (the first an
 bf16 embedding / LM head), minus its non-KV memory, in whole blocks of its own layers, and the
 least over workers. The non-KV memory of vLLM 0.5.3's profiling (9.02 GiB per L4) comes from the
 even-split launch (examples/clusters/l4x8-vllm.yaml, as `partition calibrate engine-log` writes it);
-the balanced split's pool and the serve plan's gain are then predictions. Uncalibrated, the rule
-of vLLM >= 0.6.4 predicts ~13,000 blocks here (tests/test_engine_logs.py lists this row as one the
-modelled rule does not cover).
+the balanced split's pool and the serve plan's gain are then predictions. Uncalibrated, vLLM 0.5.3's
+own rule (free memory before minus after the profiling run, presets/engines.yaml `pool_rules`)
+predicts ~12,400 blocks here: the logged pools leave ~7 GiB per worker that the release's source
+does not allocate (tests/test_engine_logs.py counts both rows as misses).
 """
 
 from __future__ import annotations
