@@ -176,3 +176,18 @@ def test_each_vllm_release_sizes_its_pool_by_its_own_rule():
     assert given.max_num_batched_tokens == 512
     assert resolve_settings("vllm", {"version": "0.2.4"}).peak_rule == "max_allocated"
     assert resolve_settings("vllm", {"version": "0.6.4"}).peak_rule == "torch_peak"
+
+
+def test_a_plan_on_vllm_0_5_uses_that_release_s_peak(tmp_path):
+    """examples/clusters/l4x8-vllm.yaml without its calibrated non_kv_gib: vLLM 0.5.3's free-memory
+    rule charges every non-first PP rank the IntermediateTensors of the profiled batch (8192 tokens x
+    hidden + residual x 2 bytes); under 0.2.4's max_memory_allocated no non-torch memory is charged."""
+    text = (EX / "clusters" / "l4x8-vllm.yaml").read_text().replace(", non_kv_gib: 9.02", "")
+    model = load_model(EX / "models" / "llama-3-70b-fp8.yaml")
+    cuts = (0, 11, 21, 31, 41, 51, 61, 71, 82)
+    mem = capacity(build_tables(model, load_cluster(_write(tmp_path, text))), tuple(range(8)), cuts).memory
+    assert mem[1].activation - mem[0].activation == pytest.approx(8192 * 2 * 8192 * 2)
+    assert mem[0].non_torch == 0.35 * GiB
+    old = text.replace('version: "0.5.3"', 'version: "0.2.4"')
+    mem_old = capacity(build_tables(model, load_cluster(_write(tmp_path, old))), tuple(range(8)), cuts).memory
+    assert mem_old[0].non_torch == 0.0 and mem_old[1].activation == mem_old[0].activation
