@@ -25,7 +25,7 @@ def _within(rows, tol: float = 0.20) -> float:
 
 
 def test_the_corpus_names_its_sources_and_covers_tp_pp_and_mixed_gpus():
-    assert all(r.source.startswith("https://github.com/") for r in ROWS)
+    assert all(r.source.startswith(("https://github.com/", "https://docs.sglang.ai/")) for r in ROWS)
     assert {r.engine for r in ROWS} == {"vllm", "sglang"}
     assert any(r.tp > 1 for r in ROWS) and any(r.pp > 1 for r in ROWS)
     assert any(len(set(r.gpus)) > 1 for r in ROWS)  # a mixed-GPU pipeline
@@ -41,16 +41,16 @@ def test_shipped_constants_are_the_fit_rows_own():
 
 def test_pool_within_20_percent_over_every_row_with_a_logged_pool():
     """The issue's criterion: >= 80 % of the rows whose log gives a pool are within ±20 %, over all
-    rows (35 of 42) and over the held-out rows alone (32 of 39); benchmarks/engine_logs.py prints
+    rows (37 of 44) and over the held-out rows alone (34 of 41); benchmarks/engine_logs.py prints
     the table. The misses: PR 6920's two PP-8 launches (vLLM 0.5.3 logged about 7 GiB more non-KV
     memory per worker than its source allocates), the T4 TP-2 row of 0.4, Qwen2.5-72B at TP 2 on
     0.19 (a 3 GiB pool: 1.5 GiB of NCCL memory off is -26 %), the V1 rows of 0.8.5 on an L40S
     (+26 %) and of 0.9 with an LMCache connector (+45 %), and the 16k-context row of 0.2.0 (+22 %)."""
     pooled = [r for r in ROWS if predict(r).logged > 0]
-    assert len(ROWS) >= 30 and len(pooled) >= 42
+    assert len(ROWS) >= 30 and len(pooled) >= 44
     assert _within(pooled) >= 0.8
     held_out = [r for r in pooled if r.split == "test"]
-    assert len(held_out) >= 39 and _within(held_out) >= 0.8
+    assert len(held_out) >= 41 and _within(held_out) >= 0.8
 
 
 def test_the_corpus_covers_pp_tp_and_mixed_rows_of_current_engines():
