@@ -1,0 +1,63 @@
+"""The units the replica search counts in: whole nodes, or single GPUs for a fixed replica count.
+
+`--replicas auto` searches over whole nodes (partitioner.deploy.kinds), a lone multi-GPU node
+widened to its best packing into several replicas (partitioner.deploy.split): such a packing is
+one vector of the recursion however many replicas it holds, which is right when the count is
+free but not when it is fixed. A fixed count N >= 2 therefore searches over GPU units
+(`gpu_kinds`): each vector of the recursion is exactly one replica, any set of GPUs (part of a
+machine, or parts of several), so the recursion of partitioner.deploy.replicas with exactly N
+vectors is exact over every partition of the GPUs into N replicas with some GPUs unused.
+That space has prod_k (n_k + 1) vectors over the GPU kinds; above MAX_UNIT_VECTORS it is too
+large to search exactly, and a fixed count then gives every replica whole nodes (one replica per
+vector, so still exactly N), said in a note.
+
+Under `--tp node` (a machine is one TP group) a replica holds, per machine, the whole machine
+or a TP degree the machine allows (as the node packing, partitioner.deploy.split, allows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from partitioner.deploy.kinds import NodeKinds, gpu_kinds, node_kinds
+
+__all__ = ["Units", "search_units", "MAX_UNIT_VECTORS"]
+
+MAX_UNIT_VECTORS = 4000  # as replicas.MAX_VECTORS: every vector over the GPU kinds, none capped
+
+
+@dataclass(frozen=True)
+class Units:
+    """What the replica search runs on: its kinds, the (possibly node-split) value and bound, the
+    feasibility test, and whether it relabels memoised plans (whole nodes) or plans again (GPUs)."""
+
+    kinds: NodeKinds
+    gpus: bool  # True: GPU units (a fixed count), False: whole nodes
+    fits: Callable[[list[int]], bool]
+    note: str = ""
+
+
+def search_units(cluster: Any, count: int | None, tp: str, fits: Callable[[list[int]], bool]) -> Units:
+    """The units for a replica count (`None`: auto); module doc."""
+    nodes = node_kinds(cluster)
+    if count is None or count == 1:
+        return Units(nodes, False, fits)
+    fine = gpu_kinds(cluster)
+    if math.prod(n + 1 for n in fine.counts) > MAX_UNIT_VECTORS:
+        return Units(nodes, False, fits, note=(
+            f"--replicas {count}: every replica is whole machines (splitting machines among {count} replicas is "
+            f"searched up to {MAX_UNIT_VECTORS} GPU sets; --replicas auto splits a lone machine)"))
+    if tp != "node":
+        return Units(fine, True, fits)
+    size = {n: sum(1 for d in cluster.devices if d.node == n) for n in {d.node for d in cluster.devices}}
+
+    def whole_groups(devices: list[int]) -> bool:
+        on: dict[str, int] = {}
+        for g in devices:
+            on[cluster.devices[g].node] = on.get(cluster.devices[g].node, 0) + 1
+        return all(k == size[n] or k in cluster.tp_sizes(n) for n, k in on.items()) and fits(devices)
+
+    return Units(fine, True, whole_groups)
