@@ -295,6 +295,7 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
         notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
     return Deployment(
         replicas=tuple(plans), unused=unused, optimal=found.optimal and all(p.optimal for p in plans),
+        solver="replicas over GPU sets" if units.gpus else "replicas",
         upper_bound_tokens_per_s=_finite_bound(found, bound, [g for g in range(len(cluster.devices)) if g not in dropped]), wall_time_s=found.wall_time_s, subproblems=found.solved,
         stopped=found.stopped, notes=tuple(notes),
     )
