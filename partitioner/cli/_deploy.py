@@ -107,7 +107,7 @@ def render_deployment(d: Any) -> None:
     for note in d.notes:
         console.print(f"note: {note}")
     if d.optimal:
-        space = (f"every split of the GPUs into {len(d.replicas)} replicas" if d.solver == "replicas over GPU sets"
+        space = ("every split of the GPUs into replicas" if d.solver == "replicas over GPU sets"
                  else "node kinds")  # partitioner.deploy.units
         console.print(f"proven optimal over {space} ({d.subproblems} replica solves)")
     elif d.solver == "separate pipelines":  # partitioner.planning: no bound over layouts

@@ -1,15 +1,16 @@
-"""The units the replica search counts in: whole nodes, or single GPUs for a fixed replica count.
+"""The units the replica search counts in: GPU sets on small clusters, else whole nodes.
 
-`--replicas auto` searches over whole nodes (partitioner.deploy.kinds), a lone multi-GPU node
-widened to its best packing into several replicas (partitioner.deploy.split): such a packing is
-one vector of the recursion however many replicas it holds, which is right when the count is
-free but not when it is fixed. A fixed count N >= 2 therefore searches over GPU units
-(`gpu_kinds`): each vector of the recursion is exactly one replica, any set of GPUs (part of a
-machine, or parts of several), so the recursion of partitioner.deploy.replicas with exactly N
-vectors is exact over every partition of the GPUs into N replicas with some GPUs unused.
-That space has prod_k (n_k + 1) vectors over the GPU kinds; above MAX_UNIT_VECTORS it is too
-large to search quickly, and a fixed count then gives every replica whole nodes (one replica per
-vector, so still exactly N), said in a note. Where every machine has one GPU the two are the same.
+Over whole nodes (partitioner.deploy.kinds) a lone multi-GPU node is widened to its best packing
+into several replicas (partitioner.deploy.split): such a packing is one vector of the recursion
+however many replicas it holds, which is right when the count is free but not when it is fixed,
+and a replica never takes part of one machine with parts of others. Over GPU units (`gpu_kinds`)
+each vector is exactly one replica, any set of GPUs (part of a machine, or parts of several), so
+the recursion of partitioner.deploy.replicas is exact over every partition of the GPUs into
+replicas (exactly N of them for `--replicas N`) with some GPUs unused. That space has
+prod_k (n_k + 1) vectors over the GPU kinds; up to MAX_UNIT_VECTORS both `auto` and a fixed
+count search it. Above, `auto` searches whole nodes with the node packing, and a fixed count
+whole nodes alone (one replica per vector, so still exactly N), said in a note. Where every
+machine has one GPU the two spaces are the same.
 
 Under `--tp node` (a machine is one TP group) a replica holds, per machine, the whole machine
 or a TP degree the machine allows (as the node packing, partitioner.deploy.split, allows).
@@ -37,7 +38,7 @@ class Units:
     feasibility test, and whether it relabels memoised plans (whole nodes) or plans again (GPUs)."""
 
     kinds: NodeKinds
-    gpus: bool  # True: GPU units (a fixed count), False: whole nodes
+    gpus: bool  # True: GPU units, False: whole nodes
     fits: Callable[[list[int]], bool]
     note: str = ""
 
@@ -45,10 +46,12 @@ class Units:
 def search_units(cluster: Any, count: int | None, tp: str, fits: Callable[[list[int]], bool]) -> Units:
     """The units for a replica count (`None`: auto); module doc."""
     nodes = node_kinds(cluster)
-    if count is None or count == 1 or all(len(node) == 1 for kind in nodes.kinds for node in kind):
+    if count == 1 or all(len(node) == 1 for kind in nodes.kinds for node in kind):
         return Units(nodes, False, fits)  # one-GPU machines: whole nodes are GPU units already
     fine = gpu_kinds(cluster)
     if math.prod(n + 1 for n in fine.counts) > MAX_UNIT_VECTORS:
+        if count is None:  # auto: whole nodes, a lone machine packed into several (deploy.split)
+            return Units(nodes, False, fits)
         return Units(nodes, False, fits, note=(
             f"--replicas {count}: every replica is whole machines (splitting machines among {count} replicas is "
             f"searched up to {MAX_UNIT_VECTORS} GPU sets; --replicas auto splits a lone machine)"))
