@@ -80,3 +80,46 @@ def test_a_replica_across_part_of_a_machine() -> None:
     assert len(d.replicas) == 2 and not d.unused
     assert sorted(len({st.node for st in p.stages}) for p in d.replicas) == [1, 2]
     assert d.tokens_per_s == pytest.approx(_brute(model, cluster, 2), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fixed_count_with_machines_as_tp_groups(seed: int) -> None:
+    """`--tp node`: a replica's GPUs on one machine are one TP group (the whole machine, or a
+    degree it allows); brute force over the partitions whose parts keep to that."""
+    from test_replicas_exact import _best_partition
+
+    from partitioner import solvers
+    from partitioner.costs import build_tables
+    from partitioner.deploy.plan import replica_planner
+    from partitioner.problem import Problem
+
+    rng = random.Random(seed)
+    layers = [{"name": "layer", "repeat": 4, "cost": {"l4": 0.007 * rng.uniform(0.8, 1.2), "l4x2": 0.004,
+                                                      "l4x3": 0.003}, "memory_gb": rng.uniform(6, 10),
+               "out_bytes": 262144}]
+    model = ModelSpec.model_validate({"name": "m", "layers": layers, "workload": {"batch": 8}})
+    sizes = [rng.choice([2, 3]), rng.choice([1, 2])]
+    devices = [{"name": f"h{h}g{i}", "gpu": "l4", "node": f"h{h}"} for h, k in enumerate(sizes) for i in range(k)]
+    cluster = ClusterSpec.model_validate({"devices": devices, "tp": [1, 2], "links": {
+        "intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}})
+    node = [d.node for d in cluster.devices]
+    planner = replica_planner(model, cluster, base=build_tables(model, cluster), make=lambda t: Problem(t, M=8),
+                              solve=lambda p: solvers.solve(p, "auto"), tp="node", sizes=None, M=8)
+
+    def v(part: list[int]) -> float:
+        try:
+            return float(planner(sorted(part)).serving.tokens_per_s)
+        except InfeasibleError:
+            return 0.0
+
+    def allowed(part: list[int]) -> bool:
+        return all(sum(1 for g in part if node[g] == n) in (0, 1, 2, node.count(n)) for n in set(node))
+
+    want = _best_partition(len(devices), 2, v, allowed)
+    if not math.isfinite(want):
+        with pytest.raises(InfeasibleError, match="cannot hold 2 replicas"):
+            plan_deployment(model, cluster, replicas=2, tp="node")
+        return
+    d = plan_deployment(model, cluster, replicas=2, tp="node")
+    assert len(d.replicas) == 2
+    assert d.tokens_per_s == pytest.approx(want, rel=1e-9)
