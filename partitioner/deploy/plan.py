@@ -260,7 +260,8 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
         nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
         allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
     left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
-    try:  # GPU units: each replica planned again on its own GPUs (not relabelled: CUDA ordinals differ)
+    try:  # GPU units: a later replica is planned again on its own GPUs (a relabelled plan could break
+        # the listed order or an engine's rank order where GPU kinds interleave in a machine)
         found = search_replicas(nk, split.value, replicas=count, fits=units.fits,
                                 bound=bound if split is serve_value else split, fluid=bound.fluid,
                                 time_limit_s=left, progress=progress,
