@@ -364,7 +364,7 @@ def _split(tables: CostTables, need: float, have: float) -> str:
 
 def select_rows(t: CostTables, rows: list[int]) -> CostTables:
     """The tables restricted to `rows` (a sub-cluster of devices or of TP groups): per-row arrays
-    sliced, links by both ends."""
+    sliced (the engine's KV pool too: it is sized per row), links by both ends."""
     ix = np.ix_(rows, rows)
     return dataclasses.replace(
         t, cost=t.cost[rows], capacity_gb=t.capacity_gb[rows], latency_s=t.latency_s[ix],
@@ -372,6 +372,7 @@ def select_rows(t: CostTables, rows: list[int]) -> CostTables:
         gpu_names=tuple(t.gpu_names[r] for r in rows), node_names=tuple(t.node_names[r] for r in rows),
         prefill_cost=None if t.prefill_cost is None else t.prefill_cost[rows],
         gpus_per_row=tuple(t.gpus_per_row[r] for r in rows) if t.gpus_per_row else (),
+        kv_pool=None if t.kv_pool is None else t.kv_pool.select(rows),
     )
 
 

@@ -1,6 +1,7 @@
-"""Several replicas inside one machine (partitioner.deploy.split): on a one-node cluster every
-partition of its GPUs into disjoint pipelines (unused GPUs allowed) is searched, so the plan
-agrees with a seeded brute force over all device partitions; with whole-node replicas as well."""
+"""Several replicas inside one machine (partitioner.deploy.split, and on small clusters GPU sets,
+partitioner.deploy.units): on a one-node cluster every partition of its GPUs into disjoint
+pipelines (unused GPUs allowed) is searched, so the plan agrees with a seeded brute force over
+all device partitions; with small machines beside it as well."""
 
 from __future__ import annotations
 
@@ -30,8 +31,15 @@ def _instance(seed: int, nodes: int = 1) -> tuple[ModelSpec, ClusterSpec]:
     return model, ClusterSpec.model_validate({"devices": devices, "links": links, "tp": [1]})
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_one_machine_split_agrees_with_brute_force(seed: int) -> None:
+@pytest.mark.parametrize("units", ["gpus", "nodes"])
+@pytest.mark.parametrize("seed", range(6))
+def test_one_machine_split_agrees_with_brute_force(seed: int, units: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over GPU sets, and over whole nodes with the lone machine's exact packing (deploy.split,
+    what clusters of more than MAX_UNIT_VECTORS GPU sets search)."""
+    from partitioner.deploy import units as unit_module
+
+    if units == "nodes":
+        monkeypatch.setattr(unit_module, "MAX_UNIT_VECTORS", 0)
     model, cluster = _instance(seed)
     want = _brute(model, cluster, None)
     d = plan_deployment(model, cluster, replicas="auto", tp="off")
@@ -44,8 +52,9 @@ def test_one_machine_split_agrees_with_brute_force(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_split_with_whole_node_replicas(seed: int) -> None:
-    """A big node and 1-2 small ones: the searched family (whole nodes, or parts of one node)
-    agrees with the brute force restricted to it."""
+    """A big node and 1-2 small ones (at most 63 GPU sets, so the search runs over GPU sets,
+    partitioner.deploy.units): it agrees with the brute force over every partition of the GPUs,
+    which is never below the family of whole nodes or parts of one node."""
     model, cluster = _instance(seed, nodes=3)
     node = [x.node for x in cluster.devices]
 
@@ -55,6 +64,8 @@ def test_split_with_whole_node_replicas(seed: int) -> None:
                     for n in nodes)
         return len(nodes) == 1 or whole
 
-    want = _brute(model, cluster, None, in_family)
+    family = _brute(model, cluster, None, in_family)
+    want = _brute(model, cluster, None)
+    assert want >= family * (1 - 1e-12)
     d = plan_deployment(model, cluster, replicas="auto", tp="off")
     assert d.tokens_per_s == pytest.approx(want, rel=1e-9)

@@ -107,7 +107,9 @@ def render_deployment(d: Any) -> None:
     for note in d.notes:
         console.print(f"note: {note}")
     if d.optimal:
-        console.print(f"proven optimal over node kinds ({d.subproblems} replica solves)")
+        space = ("every split of the GPUs into replicas" if d.solver == "replicas over GPU sets"
+                 else "node kinds")  # partitioner.deploy.units
+        console.print(f"proven optimal over {space} ({d.subproblems} replica solves)")
     elif d.solver == "separate pipelines":  # partitioner.planning: no bound over layouts
         console.print(f"not proven over replica layouts ({d.subproblems} replica solves)")
     else:

@@ -212,6 +212,13 @@ class KVPool:
     non_kv_bytes: np.ndarray | None = None
     nvlink: np.ndarray | None = None
 
+    def select(self, rows: list[int]) -> KVPool:
+        """The pool of the sub-cluster of `rows` (partitioner.problem.select_rows): per-row arrays sliced."""
+        ix = list(rows)
+        return replace(self, visible_bytes=self.visible_bytes[ix], tp=self.tp[ix],
+                       non_kv_bytes=None if self.non_kv_bytes is None else self.non_kv_bytes[ix],
+                       nvlink=None if self.nvlink is None else self.nvlink[ix])
+
     def regroup(self, members: list[tuple[int, ...]]) -> KVPool:
         """The pool for rows that are TP groups of the current rows (costs/groups.py)."""
         vis = np.array([min(float(self.visible_bytes[g]) for g in m) for m in members])

@@ -4,6 +4,13 @@ Nodes of one kind (same GPUs with the same usable memory, same allowed TP degree
 interchangeable when links are uniform (no `pairs:` in cluster.yaml; README, "Cluster-scale
 plans"), so a replica is a count vector x over node kinds, valued once per x by the replica
 search (partitioner.deploy.replicas, columns). With `pairs:` every node is its own kind.
+
+`gpu_kinds` is the finer unit a fixed replica count searches on small clusters: every GPU is a
+unit, and the GPUs of one node with the same GPU and usable memory are one kind (they share
+the node's links), as are machines of one GPU with the same GPU and usable memory (whole nodes,
+as above); with `pairs:` every GPU is its own kind. A count vector over these kinds is
+any set of GPUs up to that symmetry, so the replica search's recursion runs over every partition
+of the GPUs: several replicas on one machine, a replica over parts of several machines.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NodeKinds", "node_kinds"]
+__all__ = ["NodeKinds", "node_kinds", "gpu_kinds"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,19 @@ def node_kinds(cluster: Any) -> NodeKinds:
         gpus = [cluster.devices[g].gpu_id for g in members[0]]
         labels.append("+".join(f"{n}×{gpu}" if n > 1 else gpu for gpu, n in _counts(gpus)))
     return NodeKinds(tuple(tuple(v) for v in kinds.values()), tuple(labels))
+
+
+def gpu_kinds(cluster: Any) -> NodeKinds:
+    """Every GPU a unit, grouped into interchangeable kinds (module doc)."""
+    per_node = {d.node: sum(1 for e in cluster.devices if e.node == d.node) for d in cluster.devices}
+    kinds: dict[Any, list[tuple[int, ...]]] = {}
+    for g, d in enumerate(cluster.devices):
+        sig = (d.gpu_id, round(cluster.capacity_gb(d), 9))
+        # a machine of one GPU is a whole node: interchangeable with its like (as node_kinds)
+        key = g if cluster.pairs else (sig, cluster.tp_sizes(d.node)) if per_node[d.node] == 1 else (d.node, *sig)
+        kinds.setdefault(key, []).append((g,))
+    labels = tuple(f"{cluster.devices[units[0][0]].gpu_id}@{cluster.devices[units[0][0]].node}" for units in kinds.values())
+    return NodeKinds(tuple(tuple(v) for v in kinds.values()), labels)
 
 
 def _counts(items: list[str]) -> list[tuple[str, int]]:

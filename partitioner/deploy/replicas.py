@@ -40,7 +40,7 @@ from partitioner.deploy.bounds import MAX_MASK_KINDS
 from partitioner.deploy.greedy import _greedy
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.deploy.replica_result import ReplicaSearch, Value, _place, _Stop
-from partitioner.errors import InfeasibleError, InputError, SolverError
+from partitioner.errors import InfeasibleError, SolverError
 
 __all__ = ["search_replicas", "MAX_VECTORS"]
 
@@ -157,9 +157,8 @@ def search_replicas(
         if replicas is not None and stopped:  # out of time is not impossibility
             raise SolverError(f"not proven: the search stopped ({stopped}) after {counter[0]} replica solves "
                               f"before it found {replicas} replicas (gap unknown); raise --time-limit")
-        if replicas is not None and any(t > 0 for t, _ in memo.values()):
-            raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
-        if replicas is not None and vectors and not stopped:  # some set holds one, none splits into N (as columns.py)
+        if replicas is not None and vectors:
+            # some set holds one, none splits into N (as columns.py): one error type, whatever was solved first
             raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
         if stopped:  # out of time is not impossibility
             raise SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -100,11 +100,17 @@ def solve(
     base = replace(base0, devices=tuple(keep[i] for i in base0.devices))
     if engine_sequences.realisable(engine, problem.tables, base.devices, address, members):
         return base
-    if problem.order == "fixed":
-        raise InputError(
-            f"the best plan in the listed device order is not one {engine} can launch; use order: free "
-            "so that the planner may reorder devices"
-        )
+    if problem.order == "fixed":  # the launchable plans that keep the listed order (engine_listed)
+        from partitioner.solvers import engine_listed
+
+        n = engine_listed.listed_count(engine, problem.tables)
+        if n > MAX_SUBPROBLEMS:
+            raise InputError(
+                f"--engine {engine} --order fixed: {n:,} device sequences in the listed order, too many to "
+                f"search (limit {MAX_SUBPROBLEMS:,}); list fewer devices or use order: free"
+            )
+        listed = engine_listed.listed_sequences(engine, problem.tables, address, members)
+        return _exact(problem, engine, solver, address, keep, clock, base, members, sequences=listed)
     if base0.status == "INTERRUPTED":
         clock.stopped = "INTERRUPTED"
     groups = engine_sequences.by_node(problem.tables)
@@ -116,15 +122,17 @@ def solve(
 
 
 def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int],
-           clock: SearchClock, base: Solution, members: Members | None = None) -> Solution:
-    """The best realisable plan: every realisable sequence solved with all of its devices used."""
+           clock: SearchClock, base: Solution, members: Members | None = None,
+           sequences: Iterable[tuple[int, ...]] | None = None) -> Solution:
+    """The best realisable plan: every realisable sequence (or only `sequences`) solved with all of
+    its devices used."""
     best: Solution | None = None
     exact = True
     doubts: list[float] = []  # first objective component of sequences whose forced solve skipped a device
     allowed = set(keep)
     seen: set[bytes] = set()
     t = problem.tables
-    for seq in engine_sequences.realisable_sequences(engine, problem.tables, address):
+    for seq in engine_sequences.realisable_sequences(engine, problem.tables, address) if sequences is None else sequences:
         if not set(seq) <= allowed or (members is not None and not engine_sequences.realisable(engine, t, seq, address, members)):
             continue
         idx = list(seq)
@@ -161,7 +169,7 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
     if stopped is not None:
         return stopped
     if best is None:
-        if doubts:
+        if doubts and sequences is None:
             return _covered(problem, engine, solver, address, keep, base=base, clock=clock, members=members)
         raise InfeasibleError(f"no plan that {engine} can launch fits the devices")
     top = best.objective[0]
