@@ -3,8 +3,8 @@
 A report needs many plans of one cost table: three objectives at the plan's M, the makespan
 optimum at every M of the Pareto sweep, four baselines and the what-ifs. `Solves` memoises
 them by (objective, regime, M, order) and shares the report's one `Budget`
-(partitioner.solvers.budget): a count of work (`REPORT_WORK` steps by default: each solve and
-each step it checks, each solve and scored point of the serve search) that ends the report's
+(partitioner.solvers.budget): a count of work (`REPORT_WORK` steps by default: each solve of the
+report's own, each solve and scored point of the serve search) that ends the report's
 searches at the same point on an idle and on a loaded machine, and the user's `--time-limit`
 (a wall-clock cap, none by default) and Ctrl-C, which cut whatever part is running and keep
 the best so far (`Budget.cut` records which part):
@@ -184,8 +184,7 @@ def _best_known(q: Problem, pool: list[Plan]) -> Solution:
 
 def solve_within(q: Problem, solver: str, budget: Budget, *, pool: list[Plan] | None = None,
                  progress: Progress | None = None, reserve_s: float = RESERVE_S, exact: bool = True) -> Plan:
-    """One plan of q within what is left of the budget (module doc); charges one step per solve
-    and the steps the solve checked. `exact=False` (the Pareto sweep): once the budget is spent,
+    """One plan of q within what is left of the budget (module doc); charges one step per solve. `exact=False` (the Pareto sweep): once the budget is spent,
     the best known plan stands in for the makespan DP. A solve the time limit or Ctrl-C cut
     returns its best plan so far, and the budget records the cut."""
     from partitioner.api import solve_problem
@@ -208,8 +207,6 @@ def solve_within(q: Problem, solver: str, budget: Budget, *, pool: list[Plan] | 
         except SolverError:  # cut before its first plan: the best known plan, not proven
             budget.cut(f"the {q.objective} plan at M = {q.M}", "the time limit")
             return Plan.from_solution(q, _best_known(q, pool or []))
-        finally:
-            budget.charge(sub.work)
         return _noted(budget, q, Plan.from_solution(q, found))
     best = _best_known(q, pool or [])
     share = left * CPSAT_SHARE
