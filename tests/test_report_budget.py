@@ -132,7 +132,7 @@ def test_ctrl_c_in_the_serve_search_returns_the_report_so_far(clock: FakeClock, 
 def test_a_chart_interrupted_while_drawn_is_left_out(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rendering checks the budget before each chart; Ctrl-C inside one leaves it and the rest out."""
     rep = _report(report_budget(None, 40))
-    ident, title, caption, draw = CHARTS[1]
+    ident, title, caption, _draw = CHARTS[1]
 
     def interrupted(report: Any) -> str:
         raise KeyboardInterrupt

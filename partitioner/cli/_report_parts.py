@@ -48,8 +48,8 @@ def no_fit_report(reason: str, problem: Any, model: Any, cluster: Any, name: str
     rows = (infeasible_row(base, "optimal", reason),
             *compare_plans(problem, Ms=Ms, objectives=(), solves=solves, workload=workload))
     nf = no_fit(reason, problem, model, cluster, planner, workload, more_time=lambda: not stopped(budget))
-    if nf.gave_up and stopped(budget):
-        budget.cut(f"the search for GPUs to add ({', '.join(nf.gave_up)} not tried to the end)")
+    if nf.tried and stopped(budget):
+        budget.cut(f"the search for GPUs to add ({', '.join(nf.tried)} not tried to the end)")
     return Report(model=problem.tables.model_name, cluster=name, regime=problem.regime, plan_M=int(problem.M),
                   Ms=Ms, base=base, rows=rows, pareto=(), whatifs=(), solves=solves.calls, nofit=nf,
                   cut=tuple(budget.notes))
@@ -71,7 +71,6 @@ def replicas_search(model: Any, cluster: Any, opts: Options, M: int, regime: str
         from partitioner.errors import PartitionerError
         from partitioner.report.replicas import deployment_candidate
         from partitioner.report.serving import workload_of
-
         from partitioner.report.solving import stopped, wall_left
 
         left = wall_left(budget, reserve)

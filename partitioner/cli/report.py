@@ -91,7 +91,7 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
                    "it hits, or on Ctrl-C, the report keeps what it has and says which part it cut.")
 @click.option("--work", "work", type=click.IntRange(min=1), default=None, metavar="STEPS",
               help="Work budget of the report's searches, in steps (solves and scored serve points), "
-                   "so a busy machine gives the same report; default 1500.")
+                   "so a busy machine gives the same report; default 600.")
 @click.option("--pareto-max-M", "pareto_max_M", type=click.IntRange(min=1), default=4096, show_default=True,
               help="Largest M of the Pareto sweep (powers of two from 1).")
 @click.option("--without", multiple=True, metavar="DEVICE", help="What-if: drop a device.")

@@ -44,8 +44,8 @@ CPSAT_BUILD_S = 1.0  # model building before CP-SAT's own clock starts (24 devic
 RESERVE_S = 0.8  # of --time-limit, kept back for scoring, the terminal tables and writing the outputs
 CHARTS_S = 2.5  # ... and for matplotlib and the five charts when the HTML page is written
 CHART_S = 0.5  # of --time-limit, one chart needs (the HTML page leaves out a chart it has no time for)
-REPORT_WORK = 1500  # the report's default work budget, in steps (module doc): on the bundled examples
-# the serve search, which takes nearly all of it, costs 2-15 ms of CPU per step (benchmarks/report_budget.py)
+REPORT_WORK = 600  # the report's default work budget, in steps (module doc); on the bundled examples a
+# step costs 0.5-10 ms of CPU (the serve search's, which take nearly all of it), a report 0.1-4.5 s
 
 Progress = Callable[[str], None]
 

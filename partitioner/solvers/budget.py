@@ -55,6 +55,7 @@ class Budget:
         self._scored: dict[tuple[object, ...], tuple[object, Metrics]] = {}
         self.sigints = interrupts.count()  # Ctrl-C presses before this budget started
         self.notes: list[str] = []  # the parts cut short (`cut`), in order, for the command's output
+        self.stopped = ""  # a search of many solves that stopped early: "TIME_LIMIT" or "INTERRUPTED"
 
     def score(self, problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> Metrics:
         """`evaluate`, remembered for the last SCORED plans: the phases of one solve score the
