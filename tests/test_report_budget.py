@@ -51,10 +51,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     return fake
 
 
-def _report(budget: Any, variations: tuple[Any, ...] = ()) -> Any:
+def _report(budget: Any, variations: tuple[Any, ...] = (), say: Any = lambda _: None) -> Any:
     return _build(MODEL, CLUSTER, Ms=(1, 8), plan_M=8, opts=Options(), base_regime="async", solver="auto", order=None,
-                  budget=budget, pareto_max_M=64, variations=variations, export="vllm", charts=True,
-                  say=lambda _: None)
+                  budget=budget, pareto_max_M=64, variations=variations, export="vllm", charts=True, say=say)
 
 
 def _after_points(monkeypatch: pytest.MonkeyPatch, n: int, event: Any) -> None:
@@ -127,6 +126,23 @@ def test_ctrl_c_in_the_serve_search_returns_the_report_so_far(clock: FakeClock, 
     cut = "\n".join(rep.cut)
     assert "the serve search" in cut and "cut short by Ctrl-C" in cut and "the Pareto sweep" in cut
     assert not rep.pareto
+
+
+def test_ctrl_c_as_the_pareto_sweep_starts_keeps_every_plan_so_far(clock: FakeClock) -> None:
+    """Ctrl-C counted as the sweep's first solve starts: that solve starts no DP (no new solve after
+    Ctrl-C) and the best known plan stands in, unproven; the sweep stops, the what-ifs are not planned."""
+    def say(line: str) -> None:
+        if line.endswith("makespan plan at M = 1 (async)"):
+            interrupts._seen[0] += 1
+
+    variations = parse_variations(without=(load_cluster(CLUSTER).devices[0].name,), with_=(), link=(), regime=(),
+                                  phase=())
+    rep = _report(report_budget(None, WORK), tuple(variations), say)
+    assert rep.decode is not None and rep.headline is not None
+    assert [p.M for p in rep.pareto] == [1] and not rep.pareto[0].optimal
+    cut = "\n".join(rep.cut)
+    assert "the Pareto sweep (1 of its 7 values of M solved): cut short by Ctrl-C" in cut
+    assert "the what-ifs (1 of 1 not planned): cut short by Ctrl-C" in cut
 
 
 def test_a_chart_interrupted_while_drawn_is_left_out(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -47,8 +47,9 @@ def no_fit_report(reason: str, problem: Any, model: Any, cluster: Any, name: str
     workload = workload_of(model)
     rows = (infeasible_row(base, "optimal", reason),
             *compare_plans(problem, Ms=Ms, objectives=(), solves=solves, workload=workload))
-    nf = no_fit(reason, problem, model, cluster, planner, workload, more_time=lambda: not stopped(budget))
-    if nf.tried and stopped(budget):
+    nf = no_fit(reason, problem, model, cluster, planner, workload,
+                more_time=lambda: not stopped(budget, solves.reserve_s))
+    if nf.tried and stopped(budget, solves.reserve_s):
         budget.cut(f"the search for GPUs to add ({', '.join(nf.tried)} not tried to the end)")
     return Report(model=problem.tables.model_name, cluster=name, regime=problem.regime, plan_M=int(problem.M),
                   Ms=Ms, base=base, rows=rows, pareto=(), whatifs=(), solves=solves.calls, nofit=nf,
@@ -76,9 +77,9 @@ def replicas_search(model: Any, cluster: Any, opts: Options, M: int, regime: str
         left = wall_left(budget, reserve)
         progress(f"--replicas {opts.replicas}" + (f" --tp {opts.tp}" if opts.tp else ""))
         source = f"--replicas {opts.replicas}" + (f" --tp {opts.tp}" if opts.tp else "")
-        why = stopped(budget)
+        why = stopped(budget, reserve)
         if why:
-            budget.cut(f"the {source} search (not started)")
+            budget.cut(f"the {source} search (not started)", why)
             return f"{source}: not searched, {why} cut the report short"
         try:
             result = plan_deployment(model, cluster, replicas=opts.replicas, tp=opts.tp, M=M, regime=regime,
@@ -112,9 +113,9 @@ def decode_search(model: Any, cluster: Any, regime: str, order: str | None, Ms: 
 
     if getattr(getattr(model, "workload", None), "phase", "decode") == "prefill":
         return "the workload is prefill; the serve objective plans decode"
-    why = stopped(budget)
+    why = stopped(budget, reserve)
     if why:
-        budget.cut("the serve search (not started)")
+        budget.cut("the serve search (not started)", why)
         return f"no serve plan: {why} cut the report short before the serve search"
     work = None if budget.work_limit is None else max(MIN_SERVE_WORK, budget.work_limit - budget.work - RESERVE_WORK)
     sub = budget.within(work)

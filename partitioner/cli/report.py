@@ -190,7 +190,7 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
     try:
         return build_report(
             problem, Ms=Ms, solver=solver, base=opts.base, pareto_Ms=pareto_Ms(pareto_max_M), cluster=name,
-            whatif=(lambda base: run(prepared, base, base_regime, planner, lambda: stopped(budget)))
+            whatif=(lambda base: run(prepared, base, base_regime, planner, lambda: stopped(budget, reserve)))
             if prepared else None,
             budget=budget, progress=progress, workload=workload_of(model),
             commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),  # Plan or Deployment

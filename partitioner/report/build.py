@@ -149,9 +149,10 @@ def build_report(
     found = decode() if decode is not None else ""
     served = found if isinstance(found, Decode) else None
     points = sweep(problem, _check_Ms(list(pareto_Ms)), lambda q: solves.plan("makespan", q.M), workload,
-                   more=lambda: not stopped(budget))
-    if len(points) < len(pareto_Ms) and stopped(budget):
-        budget.cut(f"the Pareto sweep ({len(points)} of its {len(pareto_Ms)} values of M solved)")
+                   more=lambda: not stopped(budget, solves.reserve_s))
+    why = stopped(budget, solves.reserve_s)
+    if len(points) < len(pareto_Ms) and why:
+        budget.cut(f"the Pareto sweep ({len(points)} of its {len(pareto_Ms)} values of M solved)", why)
     pareto = frontier(points)
     cands = candidates(problem, rows, plans, pareto, solves, served, _check_Ms(Ms), workload)
     extra = deployment(rows) if deployment is not None else None  # --replicas/--tp (report.replicas)
@@ -159,7 +160,7 @@ def build_report(
     whatifs = whatif(base_row) if whatif is not None else ()
     if any(w.reason.startswith("not planned:") for w in whatifs):
         budget.cut(f"the what-ifs ({sum(w.reason.startswith('not planned:') for w in whatifs)} of {len(whatifs)} "
-                   "not planned)")
+                   "not planned)", stopped(budget, solves.reserve_s))
     chosen = choose(cands, tpot_s, ttft_s)
     within = chosen is None or meets_limits(chosen.row.metrics, tpot_s, ttft_s)
     head = None

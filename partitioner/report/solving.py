@@ -57,10 +57,13 @@ def report_budget(time_limit_s: float | None, work: int | None = REPORT_WORK) ->
     return budget
 
 
-def stopped(budget: Budget) -> str:
-    """What ended the report's time (the time limit or Ctrl-C; "" while it lasts): the parts that
-    run after it are cut. A spent work budget ends only the searches that it bounds."""
+def stopped(budget: Budget, reserve_s: float = 0.0) -> str:
+    """What ended the report's time (the time limit, with `reserve_s` kept back for the outputs,
+    or Ctrl-C; "" while it lasts): the parts that run after it are cut. A spent work budget ends
+    only the searches that it bounds."""
     why = budget.why()
+    if why == "" and wall_left(budget, reserve_s) <= 0:
+        return "the time limit"
     return "" if why == "the work budget" else why
 
 
@@ -97,13 +100,18 @@ class Solves:
             raise self.failures[key]
         if key not in self.plans:
             self._say(f"{q.objective} plan at M = {q.M} ({q.regime})")
+            pool = self._pool(q.regime)
             try:
-                self.plans[key] = solve_within(q, self.solver, self.budget, pool=self._pool(q.regime),
-                                               progress=self.progress, reserve_s=self.reserve_s,
-                                               exact=int(q.M) == int(self.problem.M))
+                self.plans[key] = solve_within(q, self.solver, self.budget, pool=pool, progress=self.progress,
+                                               reserve_s=self.reserve_s, exact=int(q.M) == int(self.problem.M))
             except InfeasibleError as exc:
                 self.failures[key] = exc
                 raise
+            except KeyboardInterrupt:  # Ctrl-C before this solve had a plan: the best known one (none: no report)
+                if not pool:
+                    raise
+                self.budget.cut(f"the {q.objective} plan at M = {q.M}", "Ctrl-C")
+                self.plans[key] = Plan.from_solution(q, _best_known(q, pool))
             self.calls += 1
         return self.plans[key]
 
@@ -116,6 +124,9 @@ class Solves:
             return solve_problem(self.problem, name)
         except PartitionerError as exc:
             return str(exc)
+        except KeyboardInterrupt:
+            self.budget.cut(f"the {name} baseline", "Ctrl-C")
+            return "not solved: Ctrl-C cut the report short"
 
     # -- internals ---------------------------------------------------------------------------
     def _pool(self, regime: str) -> list[Plan]:
@@ -153,7 +164,7 @@ def _best_known(q: Problem, pool: list[Plan]) -> Solution:
         cands.append((tuple(fixed.devices), tuple(fixed.cuts)))
         if q.order == "fixed":
             lb = max(lb, float(fixed.lower_bound))
-    except InfeasibleError:
+    except (InfeasibleError, KeyboardInterrupt):  # Ctrl-C: no new solve starts, the pool stands
         if not pool:
             raise
     names = {n: g for g, n in enumerate(q.tables.device_names)}

@@ -184,5 +184,7 @@ def run(prepared: Sequence[Prepared], base: PlanRow, base_regime: str, planner: 
             reason = ""
         except InfeasibleError as exc:
             plan, reason = None, str(exc)
+        except KeyboardInterrupt:
+            plan, reason = None, "not planned: Ctrl-C cut the report short"
         out.append(diff(v, base, base_regime, plan, reason=reason, workload=workload_of(m) if m is not None else None))
     return tuple(out)
