@@ -67,8 +67,9 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
 @click.option("--plan-M", "plan_M", type=click.IntRange(min=1), default=8, show_default=True,
               help="M the plans are optimised for (makespan objective, tie-breaks).")
 @click.option("--objective", type=click.Choice(OBJECTIVES), default="balanced", show_default=True,
-              help="Objective of the base plan the what-ifs are compared with; serve: give the batch and "
-                   "in-flight search most of the budget (the headline is the most tokens/s either way).")
+              help="Objective of the base plan the what-ifs are compared with; serve: balanced is that base and "
+                   "the serve search, which every decode report runs in most of its work budget, is also asked "
+                   "of the --replicas deployment (the headline is the most tokens/s either way).")
 @click.option("--tpot-ms", "tpot_ms", type=float, default=None,
               help="Time-per-output-token limit (ms) of the serve search and of the headline's choice.")
 @click.option("--ttft-ms", "ttft_ms", type=float, default=None,

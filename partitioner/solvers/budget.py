@@ -13,7 +13,9 @@ bound, elapsed)` is called for each improving plan once a solve has run for `QUI
 A command of many solves (`partition report`) keeps one Budget for the whole run: each phase
 asks `spent()` before it starts more work (the work limit, the deadline, or a Ctrl-C since the
 budget started: `partitioner.interrupts`), runs its solves in `within()` (what is left of the
-deadline, a fresh incumbent) and `charge`s the steps they took, and `why()` names what stopped it.
+deadline, a fresh incumbent) and `charge`s the steps they took; `why()` names what stopped it,
+`cut(part)` records each part it cut short for the command to say so (`notes`), and a search
+over many sub-solves (partitioner.solvers.engine_clock) keeps why it stopped in `stopped`.
 """
 
 from __future__ import annotations
