@@ -12,16 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from test_deterministic_budget import cpu_hogs
 
 from partitioner import interrupts
+from partitioner.cli import main
 from partitioner.cli.report import Options, _build
 from partitioner.models import load_cluster
 from partitioner.report import html as html_mod
 from partitioner.report.html import CHARTS, render_html
 from partitioner.report.render_json import report_dict
 from partitioner.report.render_md import render_md
-from partitioner.report.solving import report_budget
+from partitioner.report.solving import REPORT_WORK, report_budget
 from partitioner.report.whatif import parse_variations
 from partitioner.serving import run as serve_run
 from partitioner.solvers import budget as budget_mod
@@ -177,3 +179,8 @@ def test_report_is_byte_identical_beside_a_cpu_hog(tmp_path: Path) -> None:
         busy = run("busy")
     assert idle == busy
     assert any("the work budget" in c for c in json.loads(idle[1])["cut"])  # the budget did cut the search
+
+
+def test_the_help_states_the_default_work() -> None:
+    out = CliRunner().invoke(main, ["report", "--help"], terminal_width=200).output
+    assert f"default {REPORT_WORK}." in " ".join(out.split())
