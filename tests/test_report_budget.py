@@ -163,10 +163,9 @@ def test_a_chart_interrupted_while_drawn_is_left_out(clock: FakeClock, monkeypat
 
 
 def test_report_is_byte_identical_beside_a_cpu_hog(tmp_path: Path) -> None:
-    """`partition report` twice, once beside CPU hogs: the same Markdown and JSON, byte for byte
-    (its searches end on work, not on the clock; no --time-limit)."""
-    cmd = [sys.executable, "-c", "from partitioner.cli import main; main()", "report", MODEL, CLUSTER, "--M", "1,8",
-           "--pareto-max-M", "64", "--work", str(WORK)]
+    """`partition report` with its default budget twice, once beside CPU hogs: the same Markdown and
+    JSON, byte for byte (its searches end on work, not on the clock; no --time-limit)."""
+    cmd = [sys.executable, "-c", "from partitioner.cli import main; main()", "report", MODEL, CLUSTER]
     env = {k: v for k, v in os.environ.items() if k != "PARTITIONER_CPSAT_WORKERS"}
 
     def run(tag: str) -> tuple[bytes, bytes]:
