@@ -137,5 +137,7 @@ def decode_search(model: Any, cluster: Any, regime: str, order: str | None, Ms: 
     finally:
         budget.charge(sub.work)
     if found.plans and getattr(found.plans[0], "status", "") == "TIME_LIMIT":
-        budget.cut(f"the serve search (best of {sub.work:,} steps shown)", sub.why() or "the work budget")
+        why = sub.why() or "the work budget"
+        more = "; a larger --work searches further" if why == "the work budget" else ""
+        budget.cut(f"the serve search (best of {sub.work:,} steps shown{more})", why)
     return found
