@@ -104,19 +104,17 @@ def decode_search(model: Any, cluster: Any, regime: str, order: str | None, Ms: 
                   progress: Any, reserve: float, opts: Options) -> Any:
     """The serve objective's plan beside the baselines at its batch and in-flight count
     (partitioner.report.decode), searched in the report's work left but RESERVE_WORK, at least
-    MIN_SERVE_WORK steps (and under a --time-limit what is left of it after `reserve`): the
-    search always runs and returns its best plan so far, the same on an idle and a busy machine
-    unless the time limit or Ctrl-C cut it. Else why there is none (a prefill workload, no plan)."""
+    MIN_SERVE_WORK steps (and under a --time-limit what is left of it after `reserve`, at least
+    MIN_DECODE_S): the search always runs (but after Ctrl-C) and returns its best plan so far,
+    the same on an idle and a busy machine unless the time limit or Ctrl-C cut it. Else why there is none (a prefill workload, no plan)."""
     from partitioner.errors import PartitionerError
     from partitioner.report.decode import decode_comparison
-    from partitioner.report.solving import stopped
 
     if getattr(getattr(model, "workload", None), "phase", "decode") == "prefill":
         return "the workload is prefill; the serve objective plans decode"
-    why = stopped(budget, reserve)
-    if why:
-        budget.cut("the serve search (not started)", why)
-        return f"no serve plan: {why} cut the report short before the serve search"
+    if budget.interrupted():  # the time limit still leaves it MIN_DECODE_S and its first point
+        budget.cut("the serve search (not started)", "Ctrl-C")
+        return "no serve plan: Ctrl-C cut the report short before the serve search"
     work = None if budget.work_limit is None else max(MIN_SERVE_WORK, budget.work_limit - budget.work - RESERVE_WORK)
     sub = budget.within(work)
     if sub.deadline is not None:
