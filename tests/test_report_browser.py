@@ -142,12 +142,12 @@ def test_headline_equals_json(page, report_files) -> None:
 def seed_report(tmp_path_factory) -> Path:
     """A real report (qwen2.5-14b on the seed cluster) with every chart, the serving one included."""
     from partitioner.cli.report import Options, _build
-    from partitioner.report.solving import Deadline
+    from partitioner.report.solving import report_budget
 
     root = Path(__file__).resolve().parents[1]
     rep = _build(str(root / "examples/models/qwen2.5-14b.yaml"), str(root / "examples/clusters/seed.yaml"),
                  Ms=(1, 8, 32, 100), plan_M=8, opts=Options(), base_regime="async", solver="auto", order=None,
-                 deadline=Deadline(60.0), pareto_max_M=4096, variations=(), export="vllm", charts=True,
+                 budget=report_budget(None), pareto_max_M=4096, variations=(), export="vllm", charts=True,
                  say=lambda _: None)
     html = tmp_path_factory.mktemp("seed") / "seed.html"
     html.write_text(render_html(rep), encoding="utf-8")

@@ -24,8 +24,10 @@ SEED = ROOT / "examples" / "clusters" / "seed.yaml"
 
 @pytest.fixture(scope="module")
 def decode():
+    from partitioner.solvers.budget import Budget
+
     return decode_comparison(load_model(MODEL), load_cluster(SEED), regime="async", order=None,
-                             time_limit_s=120, Ms=(1, 8))
+                             budget=Budget(None), Ms=(1, 8))
 
 
 def test_rows_are_the_serve_plan_then_every_baseline(decode) -> None:

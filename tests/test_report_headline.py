@@ -14,13 +14,13 @@ from partitioner.errors import ConfigError
 from partitioner.report.compare import PlanMetrics, PlanRow
 from partitioner.report.headline import Candidate, choose
 from partitioner.report.render_json import render_json
-from partitioner.report.solving import Deadline
+from partitioner.report.solving import report_budget
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = sorted((ROOT / "examples" / "models").glob("*.yaml"))
 CLUSTERS = sorted((ROOT / "examples" / "clusters").glob("*.yaml"))
 PAIRS = [(m, c) for m in MODELS for c in CLUSTERS]
-BUDGET_S = 0.6  # per report: the property holds for whatever the budget finds
+WORK = 60  # steps per report: the property holds for whatever the budget finds
 
 
 def _metrics(tps: float, tpot: float | None) -> PlanMetrics:
@@ -58,7 +58,7 @@ def _rows(data: dict) -> list[tuple[str, float, float | None]]:
 def test_no_row_beats_the_headline(model: Path, cluster: Path) -> None:
     try:
         rep = _build(str(model), str(cluster), Ms=(1, 8), plan_M=8, opts=Options(), base_regime="async",
-                     solver="auto", order=None, deadline=Deadline(BUDGET_S), pareto_max_M=4096, variations=(),
+                     solver="auto", order=None, budget=report_budget(None, WORK), pareto_max_M=4096, variations=(),
                      export="vllm", charts=False, say=lambda _: None)
     except ConfigError as exc:  # a measured profile without costs for this cluster's GPUs
         assert "has no cost for device" in str(exc)

@@ -14,7 +14,7 @@ from partitioner.cli import main
 from partitioner.cli.report import Options, _build
 from partitioner.errors import InfeasibleError
 from partitioner.models import whatif
-from partitioner.report.solving import Deadline
+from partitioner.report.solving import report_budget
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = str(ROOT / "examples" / "models" / "llama-3.1-70b-int4.yaml")  # 81.5 GB of weights and KV
@@ -79,7 +79,7 @@ def test_the_addition_gives_a_full_report(written) -> None:
     for _ in range(best["count"]):
         cluster = whatif.with_device(cluster, best["gpu"], best["node"])
     rep = _build(MODEL, cluster, Ms=(1, 8), plan_M=8, opts=Options(), base_regime="async", solver="auto", order=None,
-                 deadline=Deadline(20.0), pareto_max_M=8, variations=(), export="vllm", charts=False,
+                 budget=report_budget(None), pareto_max_M=8, variations=(), export="vllm", charts=False,
                  say=lambda _: None)
     assert rep.nofit is None and rep.headline is not None
     assert rep.headline.tokens_per_s >= best["tokens_per_s"] * (1 - 1e-9)  # the headline is the best of more plans

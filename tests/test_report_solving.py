@@ -14,7 +14,7 @@ from test_report_data import toy_tables
 from partitioner.problem import CostTables, Problem
 from partitioner.report.build import build_report
 from partitioner.report.pareto import sweep
-from partitioner.report.solving import Deadline, Solves, solve_within
+from partitioner.report.solving import Solves, report_budget, solve_within
 from partitioner.result import Plan
 from partitioner.solvers.brute import solve as brute
 
@@ -82,7 +82,7 @@ def test_where_the_dp_does_not_apply_the_plan_is_honest(monkeypatch) -> None:
 
     rng = np.random.default_rng(3)
     problem = Problem(_tables(rng.uniform(0.5, 3.0, (4, 6)), 0.3, 3.0), M=8)
-    s = Solves(problem, "auto", Deadline(0.5))
+    s = Solves(problem, "auto", report_budget(None))
     tau_star = s.plan("balanced").tau_max  # the exact DP (it applies)
     exact = dp.applies
     monkeypatch.setattr(dp, "applies", lambda q: q.order == "fixed" and exact(q))  # as on 10+ free devices
@@ -96,4 +96,4 @@ def test_where_the_dp_does_not_apply_the_plan_is_honest(monkeypatch) -> None:
 
 def test_explicit_solver_is_run_as_asked() -> None:
     problem = Problem(toy_tables(), M=8, objective="makespan")
-    assert solve_within(problem, "brute", Deadline(None)).solver == "brute"
+    assert solve_within(problem, "brute", report_budget(None)).solver == "brute"

@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DECODE_SHARE", "SERVE_SHARE", "MIN_DECODE_S", "Options", "decode_search", "no_fit_report",
-           "replicas_search"]
+__all__ = ["DECODE_SHARE", "RESERVE_WORK", "MIN_SERVE_WORK", "MIN_DECODE_S", "Options", "decode_search",
+           "no_fit_report", "replicas_search"]
 
-DECODE_SHARE = 0.5  # of the budget left after the plans and baselines: the rest is the Pareto sweep's
-SERVE_SHARE = 0.8  # ... with --objective serve
-MIN_DECODE_S = 0.05  # the serve search always runs, at least this long (it returns its best plan so far)
+DECODE_SHARE = 0.5  # of the --time-limit left after the plans and baselines: the --replicas search's
+RESERVE_WORK = 100  # steps of the report's work budget kept for the Pareto sweep and the what-ifs
+MIN_SERVE_WORK = 50  # the serve search always runs, at least this many steps (it returns its best plan so far)
+MIN_DECODE_S = 0.05  # ... and under a --time-limit at least this long
 
 
 @dataclass(frozen=True)
@@ -34,27 +35,33 @@ class Options:
 
 
 def no_fit_report(reason: str, problem: Any, model: Any, cluster: Any, name: str, Ms: tuple[int, ...], base: str,
-            solves: Any, deadline: Any, reserve: float, planner: Any) -> Any:
+                  solves: Any, budget: Any, planner: Any) -> Any:
     """The report of a model that does not fit (partitioner.report.nofit): the baselines as rows
     (each with its memory), the shortfall per device, the smallest additions that fit."""
     from partitioner.report.build import compare_plans
     from partitioner.report.compare import Report, infeasible_row
     from partitioner.report.nofit import no_fit
     from partitioner.report.serving import workload_of
+    from partitioner.report.solving import stopped
 
     workload = workload_of(model)
     rows = (infeasible_row(base, "optimal", reason),
             *compare_plans(problem, Ms=Ms, objectives=(), solves=solves, workload=workload))
-    nf = no_fit(reason, problem, model, cluster, planner, workload, more_time=lambda: deadline.left() > reserve)
+    nf = no_fit(reason, problem, model, cluster, planner, workload,
+                more_time=lambda: not stopped(budget, solves.reserve_s))
+    if nf.tried and stopped(budget, solves.reserve_s):
+        budget.cut(f"the search for GPUs to add ({', '.join(nf.tried)} not tried to the end)")
     return Report(model=problem.tables.model_name, cluster=name, regime=problem.regime, plan_M=int(problem.M),
-                  Ms=Ms, base=base, rows=rows, pareto=(), whatifs=(), solves=solves.calls, nofit=nf)
+                  Ms=Ms, base=base, rows=rows, pareto=(), whatifs=(), solves=solves.calls, nofit=nf,
+                  cut=tuple(budget.notes))
 
 
 def replicas_search(model: Any, cluster: Any, opts: Options, M: int, regime: str, solver: str, order: str | None,
-              Ms: tuple[int, ...], deadline: Any, reserve: float, progress: Any) -> Any:
+                    Ms: tuple[int, ...], budget: Any, reserve: float, progress: Any) -> Any:
     """`rows -> Candidate | str`: the --replicas/--tp plan (partitioner.deploy.plan, as `partition
-    plan` makes it) in DECODE_SHARE of the budget left, for the headline, or why there is none;
-    None without those options."""
+    plan` makes it, to the end without a --time-limit, so the same on any machine; else in
+    DECODE_SHARE of the time left), for the headline, or why there is none; None without those
+    options."""
     from partitioner.api import wants_deployment
 
     if not wants_deployment(opts.replicas, opts.tp, cluster):
@@ -65,10 +72,15 @@ def replicas_search(model: Any, cluster: Any, opts: Options, M: int, regime: str
         from partitioner.errors import PartitionerError
         from partitioner.report.replicas import deployment_candidate
         from partitioner.report.serving import workload_of
+        from partitioner.report.solving import stopped, wall_left
 
-        left = deadline.left() - reserve
+        left = wall_left(budget, reserve)
         progress(f"--replicas {opts.replicas}" + (f" --tp {opts.tp}" if opts.tp else ""))
         source = f"--replicas {opts.replicas}" + (f" --tp {opts.tp}" if opts.tp else "")
+        why = stopped(budget, reserve)
+        if why:
+            budget.cut(f"the {source} search (not started)", why)
+            return f"{source}: not searched, {why} cut the report short"
         try:
             result = plan_deployment(model, cluster, replicas=opts.replicas, tp=opts.tp, M=M, regime=regime,
                                      objective=opts.objective, solver=solver, order=order, engine=opts.engine,
@@ -77,35 +89,53 @@ def replicas_search(model: Any, cluster: Any, opts: Options, M: int, regime: str
                                      tpot_ms=opts.tpot_ms, ttft_ms=opts.ttft_ms)
         except PartitionerError as exc:
             return f"{source}: {exc}"
+        except KeyboardInterrupt:
+            budget.cut(f"the {source} search", "Ctrl-C")
+            return f"{source}: stopped by Ctrl-C before it had a plan"
+        if getattr(result, "status", "") in ("TIME_LIMIT", "INTERRUPTED"):
+            budget.cut(f"the {source} search (best so far shown)", stopped(budget))
         return deployment_candidate(result, source, Ms, workload_of(model), tuple(r for r in rows
                                                                                   if r.kind == "baseline"))
 
     return run
 
 
-def decode_search(model: Any, cluster: Any, regime: str, order: str | None, Ms: tuple[int, ...], deadline: Any,
-            progress: Any, reserve: float, opts: Options) -> Any:
+def decode_search(model: Any, cluster: Any, regime: str, order: str | None, Ms: tuple[int, ...], budget: Any,
+                  progress: Any, reserve: float, opts: Options) -> Any:
     """The serve objective's plan beside the baselines at its batch and in-flight count
-    (partitioner.report.decode), searched in DECODE_SHARE (SERVE_SHARE with --objective serve) of
-    the budget left after `reserve`, at least MIN_DECODE_S: the search always runs and returns its
-    best plan so far. Else why there is none (a prefill workload, no plan)."""
+    (partitioner.report.decode), searched in the report's work left but RESERVE_WORK, at least
+    MIN_SERVE_WORK steps (and under a --time-limit what is left of it after `reserve`, at least
+    MIN_DECODE_S): the search always runs (but after Ctrl-C) and returns its best plan so far,
+    the same on an idle and a busy machine unless the time limit or Ctrl-C cut it. Else why there is none (a prefill workload, no plan)."""
     from partitioner.errors import PartitionerError
     from partitioner.report.decode import decode_comparison
 
     if getattr(getattr(model, "workload", None), "phase", "decode") == "prefill":
         return "the workload is prefill; the serve objective plans decode"
-    left = deadline.left() - reserve
-    share = SERVE_SHARE if opts.objective == "serve" else DECODE_SHARE
+    if budget.interrupted():  # the time limit still leaves it MIN_DECODE_S and its first point
+        budget.cut("the serve search (not started)", "Ctrl-C")
+        return "no serve plan: Ctrl-C cut the report short before the serve search"
+    work = None if budget.work_limit is None else max(MIN_SERVE_WORK, budget.work_limit - budget.work - RESERVE_WORK)
+    sub = budget.within(work)
+    if sub.deadline is not None:
+        sub.deadline = max(sub.deadline - reserve, sub.start + MIN_DECODE_S)
     progress("the serve objective's batch and in-flight search")
 
     def searched(batch: int, best: float, elapsed: float) -> None:
         progress(f"serve search: batch {batch} searched, best {best:,.4g} tokens/s")
 
     try:
-        return decode_comparison(model, cluster, regime=regime, order=order, Ms=Ms, engine=opts.engine,
-                                 time_limit_s=None if left == float("inf") else max(MIN_DECODE_S, share * left),
-                                 tpot_ms=opts.tpot_ms, ttft_ms=opts.ttft_ms, progress=searched)
+        found = decode_comparison(model, cluster, regime=regime, order=order, Ms=Ms, engine=opts.engine,
+                                  budget=sub, tpot_ms=opts.tpot_ms, ttft_ms=opts.ttft_ms, progress=searched)
     except PartitionerError as exc:
         return f"no serve plan: {exc}"
-
-
+    except KeyboardInterrupt:
+        budget.cut("the serve search", "Ctrl-C")
+        return "no serve plan: Ctrl-C stopped the serve search before it had a plan"
+    finally:
+        budget.charge(sub.work)
+    if found.plans and getattr(found.plans[0], "status", "") == "TIME_LIMIT":
+        why = sub.why() or "the work budget"
+        more = "; a larger --work searches further" if why == "the work budget" else ""
+        budget.cut(f"the serve search (best of {sub.work:,} steps shown{more})", why)
+    return found

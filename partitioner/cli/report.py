@@ -14,7 +14,6 @@ from partitioner.registry import EXACT_CHOICES, OBJECTIVES, ORDERS, REGIMES, TP_
 __all__ = ["report", "parse_Ms", "Options"]
 
 REPORT_MARKER = "partitioner.report/1"
-DEFAULT_TIME_LIMIT_S = 5.0
 PIPED_WIDTH = 140  # columns of the text report when stdout is not a terminal and $COLUMNS is unset
 
 
@@ -68,8 +67,9 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
 @click.option("--plan-M", "plan_M", type=click.IntRange(min=1), default=8, show_default=True,
               help="M the plans are optimised for (makespan objective, tie-breaks).")
 @click.option("--objective", type=click.Choice(OBJECTIVES), default="balanced", show_default=True,
-              help="Objective of the base plan the what-ifs are compared with; serve: give the batch and "
-                   "in-flight search most of the budget (the headline is the most tokens/s either way).")
+              help="Objective of the base plan the what-ifs are compared with; serve: balanced is that base and "
+                   "the serve search, which every decode report runs in most of its work budget, is also asked "
+                   "of the --replicas deployment (the headline is the most tokens/s either way).")
 @click.option("--tpot-ms", "tpot_ms", type=float, default=None,
               help="Time-per-output-token limit (ms) of the serve search and of the headline's choice.")
 @click.option("--ttft-ms", "ttft_ms", type=float, default=None,
@@ -87,10 +87,12 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
               help="Regime of the compared plans and the Pareto sweep.")
 @click.option("--solver", type=click.Choice(EXACT_CHOICES), default="auto", show_default=True)
 @click.option("--order", type=click.Choice(ORDERS), default=None, help="Override the cluster file's order.")
-@click.option("--time-limit", type=Seconds(), default=DEFAULT_TIME_LIMIT_S,
-              show_default=True,
-              help="Wall-clock budget of the whole report, rendering included, seconds; plans it leaves "
-                   "unproven show their gap.")
+@click.option("--time-limit", type=Seconds(), default=None,
+              help="Wall-clock cap on the whole report, rendering included, seconds (none by default): when "
+                   "it hits, or on Ctrl-C, the report keeps what it has and says which part it cut.")
+@click.option("--work", "work", type=click.IntRange(min=1), default=None, metavar="STEPS",
+              help="Work budget of the report's searches, in steps (solves and scored serve points), "
+                   "so a busy machine gives the same report; default 600.")
 @click.option("--pareto-max-M", "pareto_max_M", type=click.IntRange(min=1), default=4096, show_default=True,
               help="Largest M of the Pareto sweep (powers of two from 1).")
 @click.option("--without", multiple=True, metavar="DEVICE", help="What-if: drop a device.")
@@ -107,16 +109,16 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
 def report(*, model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: int, objective: str,
            tpot_ms: float | None, ttft_ms: float | None, engine: str | None, replicas: str, tp: str | None,
            progress: bool, base_regime: str, solver: str, order: str | None, time_limit: float | None,
-           pareto_max_M: int, without: tuple[str, ...], with_: tuple[str, ...], link: tuple[str, ...],
+           work: int | None, pareto_max_M: int, without: tuple[str, ...], with_: tuple[str, ...], link: tuple[str, ...],
            regime: tuple[str, ...], phase: tuple[str, ...], export: str, md_out: str | None, json_out: str | None,
            html_out: str | None) -> None:
     """Compare optimal plans, engine baselines and GPipe on MODEL and CLUSTER, with what-ifs."""
     from partitioner.cli._progress import ProgressLine, wants_progress
     from partitioner.cli.plan import _check_serve_options
-    from partitioner.report.solving import Deadline
+    from partitioner.report.solving import REPORT_WORK, report_budget
     from partitioner.report.whatif import parse_variations
 
-    deadline = Deadline(time_limit)
+    budget = report_budget(time_limit, work or REPORT_WORK)
     inputs = (model_file, cluster_file)
     _check_outputs({"--md": md_out, "--json": json_out, "--html": html_out}, inputs)
     _check_target(export)
@@ -127,10 +129,10 @@ def report(*, model_file: str, cluster_file: str, Ms: tuple[str, ...], plan_M: i
     opts = Options(objective=objective, tpot_ms=tpot_ms, ttft_ms=ttft_ms, engine=engine, replicas=replicas, tp=tp)
     with ProgressLine(wants_progress(progress, data_on_stdout=stdout_data)) as line:
         rep = _build(model_file, cluster_file, Ms=M_list, plan_M=plan_M, opts=opts, base_regime=base_regime,
-                     solver=solver, order=order, deadline=deadline, pareto_max_M=pareto_max_M,
+                     solver=solver, order=order, budget=budget, pareto_max_M=pareto_max_M,
                      variations=variations, export=export, charts=html_out is not None, say=line)
         line("rendering")
-        _show(rep, md_out, json_out, html_out, inputs, text=not stdout_data, deadline=deadline)
+        _show(rep, md_out, json_out, html_out, inputs, text=not stdout_data, budget=budget)
 
 
 def _check_target(target: str) -> None:
@@ -141,18 +143,18 @@ def _check_target(target: str) -> None:
         raise InputError(f"--export {target!r}: unknown target; valid targets: {', '.join(TARGETS)}")
 
 
-def _progress(deadline: Any, say: Any) -> Any:
-    """Each step as the one progress line (`cli._progress`), with the budget it runs in."""
+def _progress(budget: Any, say: Any) -> Any:
+    """Each step as the one progress line (`cli._progress`), with the work done of the budget."""
 
     def step(what: str) -> None:
-        left = "" if deadline.seconds is None else f" (budget {deadline.seconds:g} s)"
-        say(f"report{left}: {what.strip()}")
+        done = f" (work {budget.work:,} of {budget.work_limit:,})" if budget.work_limit else ""
+        say(f"report{done}: {what.strip()}")
 
     return step
 
 
 def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: int, opts: Options,
-           base_regime: str, solver: str, order: str | None, deadline: Any, pareto_max_M: int,
+           base_regime: str, solver: str, order: str | None, budget: Any, pareto_max_M: int,
            variations: Any, export: str, charts: bool, say: Any) -> Any:
     from partitioner.api import build_problem, load_inputs
     from partitioner.cli._report_parts import decode_search, no_fit_report, replicas_search
@@ -162,7 +164,7 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
     from partitioner.report.headline import engine_command
     from partitioner.report.pareto import pareto_Ms
     from partitioner.report.serving import workload_of
-    from partitioner.report.solving import CHARTS_S, RESERVE_S, Solves
+    from partitioner.report.solving import CHARTS_S, RESERVE_S, Solves, stopped
     from partitioner.report.whatif import prepare, run
 
     model, cluster = load_inputs(model_file, cluster_file)
@@ -176,33 +178,34 @@ def _build(model_file: str, cluster_file: str, *, Ms: tuple[int, ...], plan_M: i
 
     problem = problem_of(model, cluster, base_regime)
     prepared = prepare(model, cluster, variations, base_regime)
-    progress = _progress(deadline, say)
+    progress = _progress(budget, say)
     reserve = RESERVE_S + (CHARTS_S if charts else 0.0)
-    solves = Solves(problem, solver, deadline, progress, reserve)
+    solves = Solves(problem, solver, budget, progress, reserve)
 
     def planner(m: Any, c: Any, regime: str) -> Any:
         if m is model and c is cluster:  # a --regime what-if: same tables, shared memo
             return solves.plan(regime=regime)
-        return Solves(problem_of(m, c, regime), solver, deadline, progress, reserve).plan()
+        return Solves(problem_of(m, c, regime), solver, budget, progress, reserve).plan()
 
     name = getattr(cluster, "name", "") or Path(cluster_file).stem
     try:
         return build_report(
             problem, Ms=Ms, solver=solver, base=opts.base, pareto_Ms=pareto_Ms(pareto_max_M), cluster=name,
-            whatif=(lambda base: run(prepared, base, base_regime, planner)) if prepared else None,
-            deadline=deadline, progress=progress, workload=workload_of(model),
+            whatif=(lambda base: run(prepared, base, base_regime, planner, lambda: stopped(budget, reserve)))
+            if prepared else None,
+            budget=budget, progress=progress, workload=workload_of(model),
             commands=lambda plan: engine_command(export)(with_metadata(plan, model, cluster)),  # Plan or Deployment
             solves=solves,
-            decode=lambda: decode_search(model, cluster, base_regime, order, Ms, deadline, progress, reserve, opts),
+            decode=lambda: decode_search(model, cluster, base_regime, order, Ms, budget, progress, reserve, opts),
             tpot_s=None if opts.tpot_ms is None else opts.tpot_ms / 1e3,
             ttft_s=None if opts.ttft_ms is None else opts.ttft_ms / 1e3,
-            deployment=replicas_search(model, cluster, opts, plan_M, base_regime, solver, order, Ms, deadline, reserve,
-                                 progress),
+            deployment=replicas_search(model, cluster, opts, plan_M, base_regime, solver, order, Ms, budget, reserve,
+                                       progress),
         )
     except InfeasibleError as exc:
         progress("the model does not fit: trying --with additions")
-        return no_fit_report(str(exc), problem, model, cluster, name, Ms, opts.base, solves, deadline, reserve,
-                       lambda m, c: planner(m, c, base_regime))
+        return no_fit_report(str(exc), problem, model, cluster, name, Ms, opts.base, solves, budget,
+                             lambda m, c: planner(m, c, base_regime))
 
 
 def _width() -> int:
@@ -218,10 +221,10 @@ def _width() -> int:
 
 
 def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | None,
-          inputs: tuple[str, str], text: bool = True, deadline: Any = None) -> None:
+          inputs: tuple[str, str], text: bool = True, budget: Any = None) -> None:
     """The text report on stdout (unless an output goes there: `-`), then the files; the HTML
-    page's charts each start only while the budget leaves CHART_S (times the machine's
-    slowdown) for it, so the page keeps within --time-limit (the page says which it left out)."""
+    page's charts each start only while the budget's time limit leaves CHART_S for it and no
+    Ctrl-C came (the page says which it left out, and why)."""
     from rich.console import Console
 
     from partitioner.report.render_text import render_text
@@ -238,9 +241,11 @@ def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | No
         _write(json_out, render_json(rep), inputs)
     if html_out:
         from partitioner.report.html import render_html
-        from partitioner.report.solving import CHART_S
+        from partitioner.report.solving import CHART_S, stopped, wall_left
 
-        def more_time() -> bool:
-            return deadline is None or deadline.left() > CHART_S * deadline.slowdown()
+        def stop() -> str:
+            if budget is None:
+                return ""
+            return stopped(budget) or ("the time limit" if wall_left(budget) < CHART_S else "")
 
-        _write(html_out, render_html(rep, more_time), inputs)
+        _write(html_out, render_html(rep, stop), inputs)

@@ -93,8 +93,10 @@ def serve_plan(
     max_batch: int | None = None,
     progress: Callable[[int, float, float], None] | None = None,
     engine: str | None = None,
+    budget: Any = None,
 ) -> Plan:
-    """The split, batch and in-flight count with the most decode tokens/s (partitioner.serving.search)."""
+    """The split, batch and in-flight count with the most decode tokens/s (partitioner.serving.search);
+    `budget` (partitioner.solvers.budget.Budget) also bounds the search in work and is charged with it."""
     import dataclasses
 
     from partitioner.costs import build_tables
@@ -115,7 +117,7 @@ def serve_plan(
     rule = order_rule(engine, solver, cluster, tables_at(batches[0] if batches else 1))
     result = search(
         tables_at, batches, regime=regime, order=order or str(getattr(cluster, "order", "free")), solver=solver,
-        limits=limits, time_limit_s=time_limit_s, progress=progress, rule=rule,
+        limits=limits, time_limit_s=time_limit_s, progress=progress, rule=rule, budget=budget,
     )
     best = result.best
     out = Plan.from_solution(best.problem, best.solution)

@@ -24,7 +24,7 @@ from partitioner.report.render_json import render_json, report_dict
 from partitioner.report.render_md import render_md
 from partitioner.report.render_text import render_text
 from partitioner.report.serving import Workload, serving_numbers
-from partitioner.report.solving import Deadline, Solves
+from partitioner.report.solving import Solves, report_budget
 from partitioner.report.whatif import Variation, parse_variation, parse_variations
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
     "Report",
     "WhatIf",
     "Variation",
-    "Deadline",
+    "report_budget",
     "Solves",
     "Workload",
     "serving_numbers",

@@ -23,9 +23,10 @@ from partitioner.report.decode import Decode
 from partitioner.report.headline import Candidate, Commands, choose, headline, meets_limits
 from partitioner.report.pareto import PARETO_MS, frontier, sweep
 from partitioner.report.serving import Workload
-from partitioner.report.solving import Deadline, Progress, Solves
+from partitioner.report.solving import Progress, Solves, stopped
 from partitioner.result import Plan
 from partitioner.solvers import BASELINES
+from partitioner.solvers.budget import Budget
 
 __all__ = ["solver_for", "compare_plans", "candidates", "build_report"]
 
@@ -120,7 +121,7 @@ def build_report(
     pareto_Ms: Sequence[int] = PARETO_MS,
     cluster: str = "",
     whatif: WhatIfRunner | None = None,
-    deadline: Deadline | None = None,
+    budget: Budget | None = None,
     progress: Progress | None = None,
     workload: Workload | None = None,
     commands: Commands | None = None,
@@ -132,7 +133,7 @@ def build_report(
 ) -> Report:
     """Everything `partition report` shows, for `problem` (its M is the M plans optimise).
 
-    `deadline` bounds the whole report (`solving`); `workload` gives tokens/s (`serving`);
+    `budget` bounds the whole report (`solving`; the parts it cut are the report's `cut`); `workload` gives tokens/s (`serving`);
     `commands(plan)` returns the engine command lines of the base plan for the headline; `solves`
     (a memo on `problem`) lets the caller share solves with its what-ifs; `decode()` returns the
     serve objective's comparison (`report.decode`) or why there is none, and runs before the
@@ -140,17 +141,26 @@ def build_report(
     (`headline.choose`, under the `tpot_s`/`ttft_s` limits when a plan meets them)."""
     if base not in OPTIMAL:
         raise InputError(f"base objective must be one of {', '.join(OPTIMAL)} (got {base!r})")
-    solves = solves or Solves(problem, solver, deadline, progress)
+    solves = solves or Solves(problem, solver, budget, progress)
+    budget = solves.budget
     rows, plans = _compare(problem, Ms=Ms, solver=solver, baselines=baselines, objectives=OPTIMAL, solves=solves,
                            workload=workload)
     base_row = next(r for r in rows if r.name == base)
     found = decode() if decode is not None else ""
     served = found if isinstance(found, Decode) else None
-    points = sweep(problem, _check_Ms(list(pareto_Ms)), lambda q: solves.plan("makespan", q.M), workload)
+    points = sweep(problem, _check_Ms(list(pareto_Ms)), lambda q: solves.plan("makespan", q.M), workload,
+                   more=lambda: not stopped(budget, solves.reserve_s))
+    why = stopped(budget, solves.reserve_s)
+    if len(points) < len(pareto_Ms) and why:
+        budget.cut(f"the Pareto sweep ({len(points)} of its {len(pareto_Ms)} values of M solved)", why)
     pareto = frontier(points)
     cands = candidates(problem, rows, plans, pareto, solves, served, _check_Ms(Ms), workload)
     extra = deployment(rows) if deployment is not None else None  # --replicas/--tp (report.replicas)
     cands += [extra] if isinstance(extra, Candidate) else []
+    whatifs = whatif(base_row) if whatif is not None else ()
+    if any(w.reason.startswith("not planned:") for w in whatifs):
+        budget.cut(f"the what-ifs ({sum(w.reason.startswith('not planned:') for w in whatifs)} of {len(whatifs)} "
+                   "not planned)", stopped(budget, solves.reserve_s))
     chosen = choose(cands, tpot_s, ttft_s)
     within = chosen is None or meets_limits(chosen.row.metrics, tpot_s, ttft_s)
     head = None
@@ -166,11 +176,12 @@ def build_report(
         base=base,
         rows=rows,
         pareto=pareto,
-        whatifs=whatif(base_row) if whatif is not None else (),
+        whatifs=whatifs,
         headline=head,
         solves=solves.calls,
         serve_frontier=served.frontier if served is not None else (),
         decode=served,
         decode_note=found if isinstance(found, str) else "",
         replicas_note=extra if isinstance(extra, str) else "",
+        cut=tuple(budget.notes),
     )

@@ -186,6 +186,7 @@ class Report:
     decode_note: str = ""  # why there is no decode comparison (prefill workload, time limit, no fit)
     nofit: NoFit | None = None  # the model does not fit: shortfall per device, the smallest additions
     replicas_note: str = ""  # why --replicas/--tp gave no plan
+    cut: tuple[str, ...] = ()  # the parts the report's budget cut short (solving.Budget.cut), in order
 
     def row(self, name: str) -> PlanRow:
         for r in self.rows:

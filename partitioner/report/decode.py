@@ -68,17 +68,18 @@ def _baseline_rows(problem: Any, Ms: Sequence[int], workload: Workload) -> tuple
     return rows, plans
 
 
-def decode_comparison(model: Any, cluster: Any, *, regime: str, order: str | None, time_limit_s: float | None,
+def decode_comparison(model: Any, cluster: Any, *, regime: str, order: str | None, budget: Any,
                       Ms: Sequence[int], engine: str | None = None, tpot_ms: float | None = None,
                       ttft_ms: float | None = None, progress: Any = None) -> Decode:
-    """Search the serve objective within `time_limit_s` (and the TPOT/TTFT limits), then solve
-    every baseline at its (B, K)."""
+    """Search the serve objective within `budget` (partitioner.solvers.budget.Budget: its work
+    limit, deadline and Ctrl-C; it is charged with the search's work) and the TPOT/TTFT limits,
+    then solve every baseline at its (B, K)."""
     from partitioner.api import serve_plan
     from partitioner.costs import build_tables
     from partitioner.problem import Problem
     from partitioner.serving.points import with_in_flight
 
-    served = serve_plan(model, cluster, regime=regime, order=order, time_limit_s=time_limit_s, engine=engine,
+    served = serve_plan(model, cluster, regime=regime, order=order, engine=engine, budget=budget,
                         tpot_ms=tpot_ms, ttft_ms=ttft_ms, progress=progress)
     s = served.serving
     assert s is not None  # serve_plan always scores its plan

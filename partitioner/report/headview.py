@@ -57,7 +57,7 @@ def _decode(dec: Decode) -> Line:
     if m is None:
         return Line("Decode", ("the serve search found no plan",))
     proof = ("proven over the batch grid" if serve.optimal else
-             "not proven: the time limit cut the batch search short" if serve.gap >= 0.999 else
+             "not proven: the report's budget cut the batch search short" if serve.gap >= 0.999 else
              f"within {serve.gap:.1%} of its bound")
     parts: list[Fragment] = [f"`--objective serve` picks batch {dec.batch} × {dec.in_flight} in flight: ",
                              rate(m.tokens_per_s, "decode.plans.serve.tokens_per_s", m.tokens_unit)]
@@ -138,7 +138,7 @@ def _best(h: Headline) -> tuple[Fragment, ...]:
 
 def _how(h: Headline) -> tuple[Fragment, ...]:
     proof = ("proven optimal for its objective" if h.optimal else f"within {h.gap:.1%} of its bound" if 0 < h.gap < 0.999
-             else "best found within the time limit")
+             else "best found within the report's budget")
     out = f"{h.source} ({proof}): the most {h.tokens_unit} of the {h.compared} plans this report compares"
     if not h.within_limits:
         out += "; none meets the --tpot-ms/--ttft-ms limits, so the fastest is shown"
@@ -174,7 +174,7 @@ def headline_lines(report: Report) -> tuple[Line, ...]:
     smallest addition that fits)."""
     h = report.headline
     if h is None:
-        return _nofit(report)
+        return _nofit(report) + _cut(report)
     lay = (Line("Layout", (f"{len(h.replica_layouts)} pipelines, devices in pipeline order with their decoder layers",),
                 tuple((f"replica {i}: {x}",) for i, x in enumerate(h.replica_layouts)))
            if h.replica_layouts else
@@ -198,4 +198,12 @@ def headline_lines(report: Report) -> tuple[Line, ...]:
     else:
         lines.append(Line("Links worth fixing", ("none: no link has d_s > τ_max − τ_s, communication adds only a "
                                                   "constant (Cor 4)",)))
-    return tuple(lines)
+    return tuple(lines) + _cut(report)
+
+
+def _cut(report: Report) -> tuple[Line, ...]:
+    """The parts the report's budget cut short (its best so far is shown for each), if any."""
+    if not report.cut:
+        return ()
+    return (Line("Cut short", ("the report shows the best it had found for these parts:",),
+                 tuple((c,) for c in report.cut)),)

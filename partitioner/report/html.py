@@ -176,19 +176,26 @@ def accessible(svg: str, title: str, caption: str) -> str:
     return f'{head} role="img" aria-label="{label}"{sep}<title>{escape(title)}</title>{rest}'
 
 
-def _charts(report: Report, more_time: Callable[[], bool] = lambda: True) -> str:
-    """The charts, each drawn while `more_time()` holds (a chart left out says so)."""
-    out, left_out = [], []
+def _charts(report: Report, stop: Callable[[], str] = lambda: "") -> str:
+    """The charts, each drawn until `stop()` names what cut the report short (the time limit,
+    Ctrl-C); a chart left out says so, and Ctrl-C while one is drawn leaves it out too."""
+    out, left_out, why = [], [], ""
     for ident, title, caption, draw in CHARTS:
-        if not more_time():
+        why = why or stop()
+        if why:
             left_out.append(title)
             continue
-        chart = draw(report)
+        try:
+            chart = draw(report)
+        except KeyboardInterrupt:
+            why = "Ctrl-C"
+            left_out.append(title)
+            continue
         if chart is not None:
             out.append(f'<section id="{ident}" class="chart"><h2>{escape(title)}</h2>\n'
                        f'<p class="note">{escape(caption)}</p>\n{accessible(chart, title, caption)}\n</section>')
     if left_out:
-        out.append(f'<p class="note" id="charts-left-out">Left out to keep within --time-limit: '
+        out.append(f'<p class="note" id="charts-left-out">Left out, cut short by {escape(why)}: '
                    f"{escape(', '.join(left_out))}.</p>")
     return f'<div class="charts">{"".join(out)}</div>' if out else ""
 
@@ -223,16 +230,16 @@ def _json_script(report: Report) -> str:
     return f'<script type="application/json" id="report-json">{text}</script>'
 
 
-def _charts_and_tables(report: Report, tables: dict[str, str], more_time: Callable[[], bool]) -> str:
+def _charts_and_tables(report: Report, tables: dict[str, str], stop: Callable[[], str]) -> str:
     """The plan table first, then the charts, then the detail tables (memory last)."""
     first = [k for k in ("shortfall", "additions", "plans", "layouts") if k in tables]
-    return "\n".join([*(tables[k] for k in first), _charts(report, more_time),
+    return "\n".join([*(tables[k] for k in first), _charts(report, stop),
                       *(v for k, v in tables.items() if k not in first)])
 
 
-def render_html(report: Report, more_time: Callable[[], bool] = lambda: True) -> str:
-    """The whole page as one string (deterministic for a given report while `more_time()` holds:
-    a chart starts only then)."""
+def render_html(report: Report, stop: Callable[[], str] = lambda: "") -> str:
+    """The whole page as one string (deterministic for a given report while `stop()` is "": a
+    chart starts only then)."""
     title = f"Partition report: {report.model or 'model'} on {report.cluster or 'cluster'}"
     tables = {t.name: _table(t) for t in report_tables(report)}
     return f"""<!DOCTYPE html>
@@ -246,7 +253,7 @@ def render_html(report: Report, more_time: Callable[[], bool] = lambda: True) ->
 <p>Regime <b>{escape(report.regime)}</b>; plans optimised at M = {report.plan_M}; base plan
 <b>{escape(report.base)}</b>. Times per micro-batch; the JSON report (embedded below) has every number in SI units.</p>
 {_headline(report)}
-{_charts_and_tables(report, tables, more_time)}
+{_charts_and_tables(report, tables, stop)}
 {_calculator(report)}
 {_json_script(report)}
 <script>{CALCULATOR_JS}</script>

@@ -103,7 +103,7 @@ def additions(model: Any, cluster: Any, planner: Planner, workload: Workload,
                 plan = planner(model, grown)
             except InfeasibleError:
                 continue
-            except PartitionerError:
+            except (PartitionerError, KeyboardInterrupt):  # Ctrl-C: no new solve starts
                 gave_up.append(gpu)
                 break
             if not plan.feasible:

@@ -50,7 +50,8 @@ def _point(M: int, plan: Plan, workload: Workload) -> ParetoPoint:
     )
 
 
-def sweep(problem: Problem, Ms: Sequence[int], solve: Solve, workload: Workload | None = None) -> list[ParetoPoint]:
+def sweep(problem: Problem, Ms: Sequence[int], solve: Solve, workload: Workload | None = None,
+          more: Callable[[], bool] = lambda: True) -> list[ParetoPoint]:
     """argmin T(M) (objective `makespan`) for every M in `Ms`, in `problem`'s regime.
 
     T(M) = latency + (M - 1) period for every plan (Thm 2 / Thm 3: sum sigma = sum tau + sum d),
@@ -62,12 +63,15 @@ def sweep(problem: Problem, Ms: Sequence[int], solve: Solve, workload: Workload 
     kink at M_x). So only the Ms of the grid nearest to each crossing are solved: about 2 per
     pair of neighbouring optima instead of one per M. Unproven plans (a time limit) fall back
     to bisection and nothing between them is inferred. Each point carries its tokens/s at
-    `workload` (`serving.serving_numbers`), the unit the report's chart draws.
+    `workload` (`serving.serving_numbers`), the unit the report's chart draws. Once `more()` is
+    false (the report's time limit or Ctrl-C) no further M is solved: the points so far remain.
     """
     Ms = sorted(dict.fromkeys(int(M) for M in Ms))
     plans: dict[int, Plan | None] = {}
 
     def at(i: int) -> Plan | None:
+        if i not in plans and not more():
+            return None  # not solved: nothing is inferred from it
         if i not in plans:
             plan = solve(dataclasses.replace(problem, M=Ms[i], objective="makespan"))
             plans[i] = plan if plan.feasible else None

@@ -81,6 +81,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         "decode": _decode_dict(report),
         "nofit": _nofit_dict(report),
         "replicas_note": report.replicas_note,
+        "cut": list(report.cut),
     }
 
 

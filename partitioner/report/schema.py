@@ -97,6 +97,9 @@ def report_json_schema() -> dict[str, Any]:
             "gains": {"type": "object", "additionalProperties": {"type": ["number", "null"]}}}}, {"type": "null"}],
             "description": "the serve plan and the engines' splits at its batch and in-flight count"},
         "replicas_note": {"type": "string", "description": "why --replicas/--tp gave no plan (empty otherwise)"},
+        "cut": {"type": "array", "items": {"type": "string"},
+                "description": "the parts the report's budget (--work, --time-limit, Ctrl-C) cut short, each with "
+                               "what cut it; the best found so far is shown for them"},
         "nofit": {"anyOf": [nofit, {"type": "null"}],
                   "description": "the model does not fit: shortfall per device, the smallest --with additions"},
     }

@@ -2,18 +2,23 @@
 
 A report needs many plans of one cost table: three objectives at the plan's M, the makespan
 optimum at every M of the Pareto sweep, four baselines and the what-ifs. `Solves` memoises
-them by (objective, regime, M, order) and shares one wall-clock deadline (`--time-limit`):
+them by (objective, regime, M, order) and shares the report's one `Budget`
+(partitioner.solvers.budget): a count of work (`REPORT_WORK` steps by default: each solve of the
+report's own, each solve and scored point of the serve search) that ends the report's
+searches at the same point on an idle and on a loaded machine, and the user's `--time-limit`
+(a wall-clock cap, none by default) and Ctrl-C, which cut whatever part is running and keep
+the best so far (`Budget.cut` records which part):
 
-- `auto`: the exact DP wherever `dp.applies` (no CP-SAT there). Elsewhere the best plan among
-  the DP's exact optimum in the listed device order (`dp.hint`) and every plan already solved
-  for this report (re-scored exactly at this M), reported with `optimal=False` and a real lower
-  bound: `bounds.makespan_bound` with the exact free-order tau* of the balanced plan (Thm 2/3:
-  T(M) >= (M - 1) tau* + ...). CP-SAT, hinted with that plan, runs only when its share of the
-  budget left (`CPSAT_SHARE`) is at least `MIN_CPSAT_S`: building its model alone takes about
-  a second on 24 devices, so the default 5 s budget never calls it; `--time-limit 60` does.
-  The makespan DP has no time limit of its own, so once the budget left is less than its
-  longest run so far (and that run took more than `CHEAP_DP_S`), the best known plan (with its
-  bound) stands in for it too.
+- `auto`: the exact DP wherever `dp.applies` (no CP-SAT there), always for the plan's own M;
+  once the budget is spent, the Pareto sweep's further makespan plans are the best known
+  instead. Where the DP does not apply, the best plan among the DP's exact optimum in the
+  listed device order (`dp.hint`) and every plan already solved for this report (re-scored
+  exactly at this M), reported with `optimal=False` and a real lower bound:
+  `bounds.makespan_bound` with the exact free-order tau* of the balanced plan (Thm 2/3:
+  T(M) >= (M - 1) tau* + ...). CP-SAT, hinted with that plan, runs only under a `--time-limit`
+  whose share left (`CPSAT_SHARE`) is at least `MIN_CPSAT_S`: building its model alone takes
+  about a second on 24 devices, and without a wall-clock limit its answer would depend on the
+  time it was given.
 - an explicit solver (`dp`, `cpsat`, `brute`) is run as asked, CP-SAT with the budget left.
 """
 
@@ -25,59 +30,61 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from partitioner.errors import InfeasibleError, PartitionerError
+from partitioner.errors import InfeasibleError, PartitionerError, SolverError
 from partitioner.problem import Problem, Solution, evaluate, objective_key
 from partitioner.result import Plan
+from partitioner.solvers.budget import Budget
 
-__all__ = ["MIN_CPSAT_S", "RESERVE_S", "CHARTS_S", "CHART_S", "Solves", "Deadline"]
+__all__ = ["MIN_CPSAT_S", "RESERVE_S", "CHARTS_S", "CHART_S", "REPORT_WORK", "Solves", "report_budget",
+           "stopped", "wall_left"]
 
-MIN_CPSAT_S = 2.0  # CP-SAT runs only when its share of the budget left is at least this
+MIN_CPSAT_S = 2.0  # CP-SAT runs only when its share of the --time-limit left is at least this
 CPSAT_SHARE = 0.25  # one CP-SAT solve gets this share of the budget left (later ones the rest)
 CPSAT_BUILD_S = 1.0  # model building before CP-SAT's own clock starts (24 devices, 34 layers)
-RESERVE_S = 0.8  # kept back for scoring, the terminal tables and writing the outputs
+RESERVE_S = 0.8  # of --time-limit, kept back for scoring, the terminal tables and writing the outputs
 CHARTS_S = 2.5  # ... and for matplotlib and the five charts when the HTML page is written
-CHART_S = 0.5  # one chart (CPU seconds on an idle core; the HTML page leaves out a chart it has no time for)
-CHEAP_DP_S = 0.1  # an exact makespan DP known to take at most this much CPU time always runs
-MAX_SLOWDOWN = 3.0  # the rendering reserve grows with the machine's load up to this factor
+CHART_S = 0.5  # of --time-limit, one chart needs (the HTML page leaves out a chart it has no time for)
+REPORT_WORK = 600  # the report's default work budget, in steps (module doc); on the bundled examples a
+# step costs 0.5-10 ms of CPU (the serve search's, which take nearly all of it), a report 0.1-4.5 s
 
 Progress = Callable[[str], None]
 
 
-class Deadline:
-    """A wall-clock budget (None: unbounded) started when the command starts."""
+def report_budget(time_limit_s: float | None, work: int | None = REPORT_WORK) -> Budget:
+    """The report's one budget, started now: `work` steps and the `--time-limit` cap (None: none)."""
+    budget = Budget(time_limit_s)
+    budget.work_limit = work
+    return budget
 
-    def __init__(self, seconds: float | None, start: float | None = None) -> None:
-        self.seconds = seconds
-        self.start = time.perf_counter() if start is None else start
-        self.cpu_start = time.process_time()
 
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
+def stopped(budget: Budget, reserve_s: float = 0.0) -> str:
+    """What ended the report's time (the time limit, with `reserve_s` kept back for the outputs,
+    or Ctrl-C; "" while it lasts): the parts that run after it are cut. A spent work budget ends
+    only the searches that it bounds."""
+    why = budget.why()
+    if why == "" and wall_left(budget, reserve_s) <= 0:
+        return "the time limit"
+    return "" if why == "the work budget" else why
 
-    def slowdown(self) -> float:
-        """Wall seconds per CPU second so far (>= 1): on a machine whose cores other jobs hold,
-        the work kept back for rendering takes this much longer too."""
-        cpu = time.process_time() - self.cpu_start
-        return min(MAX_SLOWDOWN, max(1.0, self.elapsed() / cpu)) if cpu > 0.2 else 1.0
 
-    def left(self) -> float:
-        return float("inf") if self.seconds is None else self.seconds - self.elapsed()
+def wall_left(budget: Budget, reserve_s: float = 0.0) -> float:
+    """Seconds of the budget's wall-clock cap left after `reserve_s` (inf without a cap)."""
+    return math.inf if budget.deadline is None else budget.left(0.0) - reserve_s
 
 
 class Solves:
-    """Memoised solves of one problem's variants (see the module doc)."""
+    """Memoised solves of one problem's variants within the report's budget (module doc)."""
 
-    def __init__(self, problem: Problem, solver: str = "auto", deadline: Deadline | None = None,
+    def __init__(self, problem: Problem, solver: str = "auto", budget: Budget | None = None,
                  progress: Progress | None = None, reserve_s: float = RESERVE_S) -> None:
         self.problem = problem
         self.reserve_s = reserve_s
         self.solver = solver
-        self.deadline = deadline or Deadline(None)
+        self.budget = budget if budget is not None else report_budget(None, None)
         self.progress = progress
         self.plans: dict[tuple[Any, ...], Plan] = {}
         self.failures: dict[tuple[Any, ...], InfeasibleError] = {}
         self.calls = 0  # solver runs (memo misses), for the benchmark
-        self.dp_makespan_s = 0.0  # CPU seconds of the longest exact makespan DP so far (no time limit)
 
     # -- public ------------------------------------------------------------------------------
     def variant(self, objective: str | None = None, M: int | None = None, regime: str | None = None) -> Problem:
@@ -93,17 +100,19 @@ class Solves:
             raise self.failures[key]
         if key not in self.plans:
             self._say(f"{q.objective} plan at M = {q.M} ({q.regime})")
-            start = time.process_time()
+            pool = self._pool(q.regime)
             try:
-                self.plans[key] = solve_within(q, self.solver, self.deadline, pool=self._pool(q.regime),
-                                                progress=self.progress, reserve_s=self.reserve_s,
-                                                dp_makespan_s=self.dp_makespan_s)
+                self.plans[key] = solve_within(q, self.solver, self.budget, pool=pool, progress=self.progress,
+                                               reserve_s=self.reserve_s, exact=int(q.M) == int(self.problem.M))
             except InfeasibleError as exc:
                 self.failures[key] = exc
                 raise
+            except KeyboardInterrupt:  # Ctrl-C before this solve had a plan: the best known one (none: no report)
+                if not pool:
+                    raise
+                self.budget.cut(f"the {q.objective} plan at M = {q.M}", "Ctrl-C")
+                self.plans[key] = Plan.from_solution(q, _best_known(q, pool))
             self.calls += 1
-            if q.objective == "makespan" and self.plans[key].solver == "dp" and self.plans[key].optimal:
-                self.dp_makespan_s = max(self.dp_makespan_s, time.process_time() - start)
         return self.plans[key]
 
     def baseline(self, name: str) -> Plan | str:
@@ -115,6 +124,9 @@ class Solves:
             return solve_problem(self.problem, name)
         except PartitionerError as exc:
             return str(exc)
+        except KeyboardInterrupt:
+            self.budget.cut(f"the {name} baseline", "Ctrl-C")
+            return "not solved: Ctrl-C cut the report short"
 
     # -- internals ---------------------------------------------------------------------------
     def _pool(self, regime: str) -> list[Plan]:
@@ -152,7 +164,7 @@ def _best_known(q: Problem, pool: list[Plan]) -> Solution:
         cands.append((tuple(fixed.devices), tuple(fixed.cuts)))
         if q.order == "fixed":
             lb = max(lb, float(fixed.lower_bound))
-    except InfeasibleError:
+    except (InfeasibleError, KeyboardInterrupt):  # Ctrl-C: no new solve starts, the pool stands
         if not pool:
             raise
     names = {n: g for g, n in enumerate(q.tables.device_names)}
@@ -181,23 +193,35 @@ def _best_known(q: Problem, pool: list[Plan]) -> Solution:
                     wall_time_s=time.perf_counter() - start)
 
 
-def solve_within(q: Problem, solver: str, deadline: Deadline, *, pool: list[Plan] | None = None,
-                 progress: Progress | None = None, reserve_s: float = RESERVE_S, dp_makespan_s: float = 0.0) -> Plan:
-    """One plan of q within what is left of the deadline (module doc)."""
+def solve_within(q: Problem, solver: str, budget: Budget, *, pool: list[Plan] | None = None,
+                 progress: Progress | None = None, reserve_s: float = RESERVE_S, exact: bool = True) -> Plan:
+    """One plan of q within what is left of the budget (module doc); charges one step per solve. `exact=False` (the Pareto sweep): once the budget is spent,
+    the best known plan stands in for the makespan DP. A solve the time limit or Ctrl-C cut
+    returns its best plan so far, and the budget records the cut."""
     from partitioner.api import solve_problem
 
-    left = deadline.left() - reserve_s * deadline.slowdown()
+    left = wall_left(budget, reserve_s)
+    budget.charge(1)
     if solver not in ("auto", "cpsat"):
         return solve_problem(q, solver)
     if solver == "cpsat":
-        return solve_problem(dataclasses.replace(q, time_limit_s=_limit(q, left)), "cpsat", _cpsat_progress(progress))
+        return _noted(budget, q, solve_problem(dataclasses.replace(q, time_limit_s=_limit(q, left)), "cpsat",
+                                               _cpsat_progress(progress)))
     from partitioner.solvers import dp
 
-    if dp.applies(q) and (q.objective != "makespan" or dp_makespan_s <= max(left, CHEAP_DP_S) or not pool):
-        return solve_problem(q, "dp")
+    if dp.applies(q) and (exact or q.objective != "makespan" or not pool or not budget.spent()):
+        sub = budget.within()
+        if budget.deadline is not None:  # the wall clock left after the reserve
+            sub.deadline = budget.deadline - reserve_s
+        try:
+            found = dp.solve(q, sub)
+        except SolverError:  # cut before its first plan: the best known plan, not proven
+            budget.cut(f"the {q.objective} plan at M = {q.M}", "the time limit")
+            return Plan.from_solution(q, _best_known(q, pool or []))
+        return _noted(budget, q, Plan.from_solution(q, found))
     best = _best_known(q, pool or [])
     share = left * CPSAT_SHARE
-    if best.optimal or share < MIN_CPSAT_S:
+    if best.optimal or share < MIN_CPSAT_S or budget.spent():
         return Plan.from_solution(q, best)
     from partitioner.solvers import cpsat
 
@@ -207,7 +231,15 @@ def solve_within(q: Problem, solver: str, deadline: Deadline, *, pool: list[Plan
                         progress=_cpsat_progress(progress))
     if found.lower_bound < best.lower_bound:
         found = dataclasses.replace(found, lower_bound=best.lower_bound)
-    return Plan.from_solution(q, found)
+    return _noted(budget, q, Plan.from_solution(q, found))
+
+
+def _noted(budget: Budget, q: Problem, plan: Plan) -> Plan:
+    """`plan`, with the budget noting a solve the time limit or Ctrl-C cut short."""
+    if plan.status in ("TIME_LIMIT", "INTERRUPTED"):
+        budget.cut(f"the {q.objective} plan at M = {q.M}", "Ctrl-C" if plan.status == "INTERRUPTED" else
+                   "the time limit")
+    return plan
 
 
 def _cpsat_progress(progress: Progress | None) -> Callable[[float, float, float], None] | None:

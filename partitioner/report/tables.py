@@ -230,7 +230,7 @@ def _pareto(report: Report) -> Table:
     )
     note = "Supported points only: each minimises T(M) = latency + (M − 1) period for some M."
     if any(not p.optimal for p in report.pareto):
-        note += " *: best plan found within the time limit, not proven optimal."
+        note += " *: best plan found within the report's budget, not proven optimal."
     return Table("pareto", "Pareto frontier: throughput against first-micro-batch latency",
                  ("argmin T(M) at M", "throughput", "first latency", "τ_max", "devices"), rows, note)
 

@@ -168,14 +168,23 @@ def prepare(model: Any, cluster: Any, variations: Sequence[Variation], regime: s
     return tuple((v, *apply(model, cluster, v, regime)) for v in variations)
 
 
-def run(prepared: Sequence[Prepared], base: PlanRow, base_regime: str, planner: Planner) -> tuple[WhatIf, ...]:
-    """Re-plan each prepared variation and diff it with the base row (infeasible: shown, not hidden)."""
+def run(prepared: Sequence[Prepared], base: PlanRow, base_regime: str, planner: Planner,
+        stop: Callable[[], str] = lambda: "") -> tuple[WhatIf, ...]:
+    """Re-plan each prepared variation and diff it with the base row (infeasible: shown, not hidden).
+    Once `stop()` names what spent the report's budget, the variations left are shown unplanned."""
     out = []
     for v, m, c, regime in prepared:
+        why = stop()
+        if why:
+            out.append(diff(v, base, base_regime, None, reason=f"not planned: {why} cut the report short",
+                            workload=workload_of(m) if m is not None else None))
+            continue
         try:
             plan: Plan | None = planner(m, c, regime)
             reason = ""
         except InfeasibleError as exc:
             plan, reason = None, str(exc)
+        except KeyboardInterrupt:
+            plan, reason = None, "not planned: Ctrl-C cut the report short"
         out.append(diff(v, base, base_regime, plan, reason=reason, workload=workload_of(m) if m is not None else None))
     return tuple(out)

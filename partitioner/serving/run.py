@@ -52,6 +52,7 @@ from partitioner.serving.capacity import sequence_cap
 from partitioner.serving.engine_sched import EngineSchedule, engine_in_flight, in_flight_grid
 from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
 from partitioner.serving.score import Serving, serving_of
+from partitioner.solvers.budget import Budget
 
 __all__ = ["Rule"]
 
@@ -72,8 +73,9 @@ class Rule(Protocol):
 class _Search:
     def __init__(self, tables_at: Callable[[int], CostTables], regime: str, order: str, *, solver: str,
                  limits: Limits, deadline: float | None, exact: bool, rule: Rule | None = None,
-                 prune: bool = False) -> None:
+                 prune: bool = False, budget: Budget | None = None) -> None:
         self.tables_at, self.regime, self.order, self.solver = tables_at, regime, order, solver
+        self.budget = budget  # the caller's budget: its work counts this run's solves and points
         self.limits, self.deadline, self.exact, self.rule = limits, deadline, exact, rule
         self.prune, self.pruned = prune, [0.0]  # the bounds of the batches pruning skipped
         self.solves = self.points = 0
@@ -147,10 +149,14 @@ class _Search:
                 self.candidate(p, p.problem, sol)
 
     def timed_out(self) -> bool:
+        if self.budget is not None and self.budget.spent(self.solves + self.points):
+            return True
         return self.deadline is not None and time.monotonic() > self.deadline
 
     def solve(self, t: CostTables, K: int) -> tuple[Problem, Solution] | None:
         left = None if self.deadline is None else max(0.1, self.deadline - time.monotonic())
+        if self.budget is not None and self.budget.deadline is not None:  # the budget's clock (tests inject it)
+            left = max(0.1, self.budget.left(0.0)) if left is None else min(left, max(0.1, self.budget.left(0.0)))
         problem = Problem(t, M=K, regime=self.regime, objective="throughput", order=self.order,  # type: ignore[arg-type]
                           time_limit_s=left)
         self.solves += 1

@@ -54,6 +54,7 @@ from partitioner.serving.points import (
 )
 from partitioner.serving.run import Rule, _d_ret_lb, _Search
 from partitioner.serving.splits import MAX_SPLITS
+from partitioner.solvers.budget import Budget
 
 __all__ = ["Limits", "Point", "SearchResult", "batch_grid", "with_in_flight", "search", "serve_grid", "pareto", "MAX_BATCH"]
 
@@ -137,19 +138,23 @@ def search(
     rule: Rule | None = None,
     prune: bool = False,
     start: int | None = None,
+    budget: Budget | None = None,
 ) -> SearchResult:
     """The best (B, K, split) and the Pareto frontier (module doc). `batches=None`: the roofline
     grid up to the memory limit; else the given batch sizes in rising order. `progress(B, best
     tokens/s, elapsed s)` is called after each batch once a second has passed; Ctrl-C (and the
     time limit) stop the grid and return the best plan so far, without a bound. `prune`, `start`:
-    partitioner.serving.run's module doc, "Pruning"."""
+    partitioner.serving.run's module doc, "Pruning". `budget` (partitioner.solvers.budget): the
+    grid also stops once its work limit is reached, counting each solve and scored point, or its
+    deadline passes or Ctrl-C was pressed; the search then charges it with that work. A work limit
+    cuts the grid at the same point on an idle and on a loaded machine."""
     from partitioner.solvers import BASELINES
 
     limits = limits or Limits()
     t0 = time.monotonic()
     deadline = None if time_limit_s is None else t0 + time_limit_s
     run = _Search(tables_at, regime, order, solver=solver, limits=limits, deadline=deadline,
-                  exact=solver not in BASELINES, rule=rule, prune=prune)
+                  exact=solver not in BASELINES, rule=rule, prune=prune, budget=budget)
     grid = serve_grid(batches, limits.max_batch)
     run.first_batch = grid[0]
     done: list[int] = []
@@ -180,14 +185,24 @@ def search(
 
         rescue(run)
     if not run.ok:
-        raise _no_point(run, limits)
+        failed = _no_point(run, limits)
+        _charge(run)
+        raise failed
     run.tighten(_d_ret_lb(run.all[0].problem.tables))
     best = max(run.ok, key=lambda p: (p.serving.tokens_per_s, -p.serving.tpot_s))
     best = replace(best, serving=best.serving.with_binding(binding(best, run.ok, limits)))
-    notes = [] if complete and not run.timed_out() else ["stopped (time limit or Ctrl-C): best plan so far"]
+    notes = [] if complete and not run.timed_out() else ["stopped (time limit, work budget or Ctrl-C): best plan so far"]
     # a grid cut short by the time limit bounds nothing beyond what it searched
     upper = max([best.serving.tokens_per_s, *run.pruned, *(run.upper(p) for p in run.all)]) if complete else math.inf
+    _charge(run)
     return SearchResult(best, pareto(run.ok), run.points, run.solves, sorted(done), time.monotonic() - t0, upper, notes)
+
+
+def _charge(run: _Search) -> None:
+    """Charge the caller's budget with the run's work (its solves and scored points)."""
+    if run.budget is not None:
+        run.budget.charge(run.solves + run.points)
+        run.budget = None
 
 
 def _last_fitting(run: _Search, lo: int, hi: int) -> list[int]:

@@ -9,6 +9,13 @@ and `bound(value)` for every valid lower bound on the first objective component.
 runs out or the user presses Ctrl-C, `best_solution` turns what is known into a `Solution`:
 the best plan so far, optimal=False, its lower bound and gap. Progress: `progress(incumbent,
 bound, elapsed)` is called for each improving plan once a solve has run for `QUIET_S`.
+
+A command of many solves (`partition report`) keeps one Budget for the whole run: each phase
+asks `spent()` before it starts more work (the work limit, the deadline, or a Ctrl-C since the
+budget started: `partitioner.interrupts`), runs its solves in `within()` (what is left of the
+deadline, a fresh incumbent) and `charge`s the steps they took; `why()` names what stopped it,
+`cut(part)` records each part it cut short for the command to say so (`notes`), and a search
+over many sub-solves (partitioner.solvers.engine_clock) keeps why it stopped in `stopped`.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import math
 import time
 from collections.abc import Callable
 
+from partitioner import interrupts
 from partitioner.problem import Metrics, Problem, Solution, evaluate, lex_compare, objective_key
 
 DEFAULT_TIME_LIMIT_S = 10.0  # the whole search's wall clock when Problem.time_limit_s is None (auto, CP-SAT)
@@ -47,6 +55,9 @@ class Budget:
         self.work = 0  # check() calls so far: the solve's steps, counted the same on any machine
         self.work_limit: int | None = None  # steps after which check() stops the solve (None: no count)
         self._scored: dict[tuple[object, ...], tuple[object, Metrics]] = {}
+        self.sigints = interrupts.count()  # Ctrl-C presses before this budget started
+        self.notes: list[str] = []  # the parts cut short (`cut`), in order, for the command's output
+        self.stopped = ""  # a search of many solves that stopped early: "TIME_LIMIT" or "INTERRUPTED"
 
     def score(self, problem: Problem, devices: tuple[int, ...], cuts: tuple[int, ...]) -> Metrics:
         """`evaluate`, remembered for the last SCORED plans: the phases of one solve score the
@@ -75,6 +86,44 @@ class Budget:
             raise TimeUp
         if self.deadline is not None and clock() > self.deadline:
             raise TimeUp
+
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C was pressed since this budget started (partitioner.interrupts)."""
+        return interrupts.since(self.sigints)
+
+    def spent(self, pending: int = 0) -> bool:
+        """Whether no further work should start: the work so far plus `pending` steps not yet
+        charged reached `work_limit`, the deadline passed, or Ctrl-C was pressed. Counts nothing."""
+        return bool(self.why(pending))
+
+    def why(self, pending: int = 0) -> str:
+        """What spent the budget ("Ctrl-C", "the time limit", "the work budget"; "" while it lasts)."""
+        if self.interrupted():
+            return "Ctrl-C"
+        if self.deadline is not None and clock() > self.deadline:
+            return "the time limit"
+        if self.work_limit is not None and self.work + pending >= self.work_limit:
+            return "the work budget"
+        return ""
+
+    def cut(self, part: str, why: str = "") -> None:
+        """Record that `part` of a many-solve command was cut short (by `why`, default `why()`)."""
+        note = f"{part}: cut short by {why or self.why() or 'the time limit'}"
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def charge(self, steps: int) -> None:
+        """Count `steps` of work done outside `check()` (a sub-search's solves and scored points)."""
+        self.work += max(int(steps), 0)
+
+    def within(self, work: int | None = None) -> Budget:
+        """A fresh budget (own incumbent and bound) for one solve or search inside this one: what
+        is left of the deadline, `work` steps (None: no work limit), the same Ctrl-C mark; the
+        caller charges its `work` back."""
+        sub = Budget(None, self.progress)
+        sub.deadline, sub.work_limit = self.deadline, work
+        sub.sigints = self.sigints
+        return sub
 
     def bound(self, value: float) -> None:
         if not math.isnan(value) and value > self.lower:

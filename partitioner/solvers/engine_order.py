@@ -33,8 +33,9 @@ import numpy as np
 from partitioner.errors import InfeasibleError, InputError
 from partitioner.problem import CostTables, Problem, Solution, evaluate, lex_compare, objective_key
 from partitioner.registry import LAUNCH_TARGETS
-from partitioner.solvers import engine_sequences
-from partitioner.solvers.engine_clock import SearchClock, Stopped
+from partitioner.solvers import engine_clock, engine_sequences
+from partitioner.solvers.budget import Budget
+from partitioner.solvers.engine_clock import Stopped
 from partitioner.solvers.engine_sequences import Members
 
 __all__ = ["ENGINE_RULES", "MAX_SUBPROBLEMS", "restrict", "forced", "solve"]
@@ -94,7 +95,7 @@ def solve(
     keep = [g for g in range(problem.G) if g not in set(exclude)]
     if not keep:
         raise InfeasibleError(f"{engine} supports none of the cluster's GPUs")
-    clock = SearchClock(problem.time_limit_s)  # one budget for the base solve and every sub-solve
+    clock = Budget(problem.time_limit_s)  # one budget for the base solve and every sub-solve
     kept = replace(restrict(problem, keep), order=problem.order)
     base0 = solvers.solve(kept, solver)
     base = replace(base0, devices=tuple(keep[i] for i in base0.devices))
@@ -122,7 +123,7 @@ def solve(
 
 
 def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int],
-           clock: SearchClock, base: Solution, members: Members | None = None,
+           clock: Budget, base: Solution, members: Members | None = None,
            sequences: Iterable[tuple[int, ...]] | None = None) -> Solution:
     """The best realisable plan: every realisable sequence (or only `sequences`) solved with all of
     its devices used."""
@@ -143,7 +144,7 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
         seen.add(signature)
         sub_problem, big = forced(problem, seq)
         try:
-            sub = clock.solve(sub_problem, solver)
+            sub = engine_clock.solve(clock, sub_problem, solver)
         except InfeasibleError:
             continue
         except Stopped:
@@ -165,7 +166,7 @@ def _exact(problem: Problem, engine: str, solver: str, address: Mapping[str, str
             best = replace(sub, devices=devices, objective=key)
         if clock.stopped:
             break
-    stopped = clock.finish(best, base, engine)
+    stopped = engine_clock.finish(clock, best, base, engine)
     if stopped is not None:
         return stopped
     if best is None:
@@ -184,7 +185,7 @@ MAX_CUTS = 20000
 
 
 def _one_gpu_per_node(problem: Problem, solver: str, address: Mapping[str, str] | None, keep: Sequence[int],
-                      clock: SearchClock, base: Solution) -> Solution:
+                      clock: Budget, base: Solution) -> Solution:
     """vLLM with one GPU per node: the driver's, then the others by IP string. Every subsequence of
     such an order is one Ray realises, so one fixed-order solve per driver is exact."""
     addr = dict(address or {})
@@ -195,7 +196,7 @@ def _one_gpu_per_node(problem: Problem, solver: str, address: Mapping[str, str] 
         rest = sorted((g for g in keep if g != head), key=lambda g: addr.get(t.node_names[g], t.node_names[g]))
         order = [head, *rest]
         try:
-            sub = clock.solve(restrict(problem, order), solver)
+            sub = engine_clock.solve(clock, restrict(problem, order), solver)
         except InfeasibleError:
             continue
         except Stopped:
@@ -206,7 +207,7 @@ def _one_gpu_per_node(problem: Problem, solver: str, address: Mapping[str, str] 
             best = replace(sub, devices=devices)
         if clock.stopped:
             break
-    stopped = clock.finish(best, base, "vllm")
+    stopped = engine_clock.finish(clock, best, base, "vllm")
     if stopped is not None:
         return stopped
     if best is None:
@@ -235,7 +236,7 @@ def _whole_sequence(problem: Problem, seq: Sequence[int]) -> Solution | None:
 
 def _covered(
     problem: Problem, engine: str, solver: str, address: Mapping[str, str] | None, keep: Sequence[int], *, base: Solution,
-    clock: SearchClock, members: Members | None = None,
+    clock: Budget, members: Members | None = None,
 ) -> Solution:
     """Too many sequences: orders covering every realisable plan, with a lower bound."""
     groups = engine_sequences.by_node(problem.tables)
@@ -254,7 +255,7 @@ def _covered(
         if not order:
             continue
         try:
-            sub = clock.solve(restrict(problem, order), solver)
+            sub = engine_clock.solve(clock, restrict(problem, order), solver)
         except InfeasibleError:
             continue
         except Stopped:
@@ -268,7 +269,7 @@ def _covered(
             best = replace(sub, devices=devices)
         if clock.stopped:
             break
-    stopped = clock.finish(best, base, engine)
+    stopped = engine_clock.finish(clock, best, base, engine)
     if stopped is not None:
         return stopped
     if best is None:

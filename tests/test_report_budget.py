@@ -1,0 +1,185 @@
+"""The report's one budget (partitioner.solvers.budget.Budget, report/solving.py): counted in work,
+so a busy machine gives the same report; the time limit and Ctrl-C cut the part that is running,
+keep the best so far and say which part they cut. Time is an injected clock here, never the wall."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from test_deterministic_budget import cpu_hogs
+
+from partitioner import interrupts
+from partitioner.cli import main
+from partitioner.cli.report import Options, _build
+from partitioner.models import load_cluster
+from partitioner.report import html as html_mod
+from partitioner.report.html import CHARTS, render_html
+from partitioner.report.render_json import report_dict
+from partitioner.report.render_md import render_md
+from partitioner.report.solving import REPORT_WORK, report_budget
+from partitioner.report.whatif import parse_variations
+from partitioner.serving import run as serve_run
+from partitioner.solvers import budget as budget_mod
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = str(ROOT / "examples" / "models" / "llama-3.1-8b.yaml")
+CLUSTER = str(ROOT / "examples" / "clusters" / "l4x8.yaml")
+WORK = 120  # steps: the serve search on l4x8 needs about 500, so this budget cuts it
+
+
+class FakeClock:
+    """The one clock every Budget reads, moved only by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(budget_mod, "clock", fake)
+    monkeypatch.setattr(interrupts, "_seen", [0])  # this test's own Ctrl-C count
+    monkeypatch.setattr(interrupts, "_base", [0])
+    return fake
+
+
+def _report(budget: Any, variations: tuple[Any, ...] = (), say: Any = lambda _: None) -> Any:
+    return _build(MODEL, CLUSTER, Ms=(1, 8), plan_M=8, opts=Options(), base_regime="async", solver="auto", order=None,
+                  budget=budget, pareto_max_M=64, variations=variations, export="vllm", charts=True, say=say)
+
+
+def _after_points(monkeypatch: pytest.MonkeyPatch, n: int, event: Any) -> None:
+    """Call `event()` when the serve search records its n-th point (a fixed step of the search)."""
+    record = serve_run._Search.record
+
+    def counted(self: Any, point: Any) -> bool:
+        out = record(self, point)
+        if len(self.all) == n:
+            event()
+        return out
+
+    monkeypatch.setattr(serve_run._Search, "record", counted)
+
+
+def test_the_work_budget_cuts_the_serve_search_and_says_so(clock: FakeClock) -> None:
+    """No time limit: the serve search stops at its share of the work (the same step on any
+    machine), its best plan so far is the serve row, and the report names the cut."""
+    budget = report_budget(None, WORK)
+    rep = _report(budget)
+    assert rep.decode is not None and rep.decode.row("serve").feasible
+    assert [c for c in rep.cut if c.startswith("the serve search")] == [
+        next(c for c in rep.cut if "the work budget" in c)]
+    assert rep.pareto and rep.headline is not None  # the parts after it still ran (their work was kept)
+    assert "Cut short" in render_md(rep) and report_dict(rep)["cut"] == list(rep.cut)
+    more = report_budget(None, 20 * WORK)
+    full = _report(more)
+    assert not any("serve search" in c for c in full.cut)  # enough work: the search ends by itself
+    assert full.decode is not None
+    assert full.decode.row("serve").metrics.tokens_per_s >= rep.decode.row("serve").metrics.tokens_per_s * (1 - 1e-9)
+
+
+def test_the_time_limit_in_the_serve_search_keeps_its_best_plan_and_cuts_what_follows(
+        clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The limit passes at the serve search's 5th point: the search returns its best so far, the
+    Pareto sweep and the what-ifs (which would build new cost tables) do not start, and the HTML
+    page leaves its charts out; every cut is named with what cut it."""
+    budget = report_budget(30.0, None)
+
+    def expire() -> None:
+        clock.now += 31.0
+
+    _after_points(monkeypatch, 5, expire)
+    variations = parse_variations(without=(load_cluster(CLUSTER).devices[0].name,), with_=(), link=(), regime=(),
+                                  phase=())
+    rep = _report(budget, tuple(variations))
+    assert rep.decode is not None and rep.decode.row("serve").feasible
+    assert rep.headline is not None and {r.name for r in rep.rows} >= {"balanced", "throughput", "makespan"}
+    cut = "\n".join(rep.cut)
+    assert "the serve search" in cut and "cut short by the time limit" in cut
+    assert "the Pareto sweep (0 of its 7 values of M solved)" in cut and not rep.pareto
+    assert "the what-ifs (1 of 1 not planned)" in cut
+    assert rep.whatifs[0].reason == "not planned: the time limit cut the report short"
+    html = render_html(rep, lambda: budget.why())
+    assert 'id="charts-left-out"' in html and "cut short by the time limit" in html and "<svg" not in html
+
+
+def test_ctrl_c_in_the_serve_search_returns_the_report_so_far(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (counted and raised as the CLI's handler does) at the serve search's 5th point: no
+    new solve starts, and the report still has its rows, the serve plan so far and a headline."""
+    budget = report_budget(None, None)
+
+    def press() -> None:
+        interrupts._seen[0] += 1
+        raise KeyboardInterrupt
+
+    _after_points(monkeypatch, 5, press)
+    rep = _report(budget)
+    assert rep.decode is not None and rep.decode.row("serve").feasible and rep.headline is not None
+    cut = "\n".join(rep.cut)
+    assert "the serve search" in cut and "cut short by Ctrl-C" in cut and "the Pareto sweep" in cut
+    assert not rep.pareto
+
+
+def test_ctrl_c_as_the_pareto_sweep_starts_keeps_every_plan_so_far(clock: FakeClock) -> None:
+    """Ctrl-C counted as the sweep's first solve starts: that solve starts no DP (no new solve after
+    Ctrl-C) and the best known plan stands in, unproven; the sweep stops, the what-ifs are not planned."""
+    def say(line: str) -> None:
+        if line.endswith("makespan plan at M = 1 (async)"):
+            interrupts._seen[0] += 1
+
+    variations = parse_variations(without=(load_cluster(CLUSTER).devices[0].name,), with_=(), link=(), regime=(),
+                                  phase=())
+    rep = _report(report_budget(None, WORK), tuple(variations), say)
+    assert rep.decode is not None and rep.headline is not None
+    assert [p.M for p in rep.pareto] == [1] and not rep.pareto[0].optimal
+    cut = "\n".join(rep.cut)
+    assert "the Pareto sweep (1 of its 7 values of M solved): cut short by Ctrl-C" in cut
+    assert "the what-ifs (1 of 1 not planned): cut short by Ctrl-C" in cut
+
+
+def test_a_chart_interrupted_while_drawn_is_left_out(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendering checks the budget before each chart; Ctrl-C inside one leaves it and the rest out."""
+    rep = _report(report_budget(None, 40))
+    ident, title, caption, _draw = CHARTS[1]
+
+    def interrupted(report: Any) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(html_mod, "CHARTS", [CHARTS[0], (ident, title, caption, interrupted), *CHARTS[2:]])
+    html = render_html(rep)
+    note = html[html.index('id="charts-left-out"'):]
+    assert f'id="{CHARTS[0][0]}"' in html and note.index(title) < note.index("</p>")
+    assert "cut short by Ctrl-C" in note and all(t in note for _, t, _, _ in CHARTS[1:])
+
+
+def test_report_is_byte_identical_beside_a_cpu_hog(tmp_path: Path) -> None:
+    """`partition report` with its default budget twice, once beside CPU hogs: the same Markdown and
+    JSON, byte for byte (its searches end on work, not on the clock; no --time-limit)."""
+    cmd = [sys.executable, "-c", "from partitioner.cli import main; main()", "report", MODEL, CLUSTER]
+    env = {k: v for k, v in os.environ.items() if k != "PARTITIONER_CPSAT_WORKERS"}
+
+    def run(tag: str) -> tuple[bytes, bytes]:
+        md, js = tmp_path / f"{tag}.md", tmp_path / f"{tag}.json"
+        subprocess.run([*cmd, "--md", str(md), "--json", str(js)], capture_output=True, cwd=ROOT, env=env, check=True)
+        return md.read_bytes(), js.read_bytes()
+
+    idle = run("idle")
+    with cpu_hogs():
+        busy = run("busy")
+    assert idle == busy
+    assert any("the work budget" in c for c in json.loads(idle[1])["cut"])  # the budget did cut the search
+
+
+def test_the_help_states_the_default_work() -> None:
+    out = CliRunner().invoke(main, ["report", "--help"], terminal_width=200).output
+    assert f"default {REPORT_WORK}." in " ".join(out.split())
