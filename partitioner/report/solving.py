@@ -187,6 +187,8 @@ def solve_within(q: Problem, solver: str, deadline: Deadline, *, pool: list[Plan
     from partitioner.api import solve_problem
 
     left = deadline.left() - reserve_s * deadline.slowdown()
+    if solver == "brute":  # the enumeration checks its budget (solvers/brute.py): the budget left
+        return solve_problem(dataclasses.replace(q, time_limit_s=_limit(q, left)), "brute")
     if solver not in ("auto", "cpsat"):
         return solve_problem(q, solver)
     if solver == "cpsat":
