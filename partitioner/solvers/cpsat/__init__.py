@@ -168,7 +168,7 @@ def _no_time_to_build(problem: Problem, budget: Budget) -> bool:
 
     if budget.deadline is None:
         return False
-    return problem.L * problem.G**2 * BUILD_S_PER_LINK > budget.left(0.0)
+    return budget.left(0.0) < problem.L * problem.G**2 * BUILD_S_PER_LINK
 
 
 def _out_of_time(problem: Problem, plan: Plan, seed: Solution | None, budget: Budget) -> Solution:
