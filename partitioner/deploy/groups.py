@@ -38,7 +38,7 @@ from partitioner.deploy.launch import Launch
 from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables, Problem, Solution, explain_infeasible, lex_compare, select_rows
 
-__all__ = ["GroupPlan", "solve_groups", "select_rows", "MAX_CONFIGS"]
+__all__ = ["GroupPlan", "solve_groups", "select_rows", "MAX_CONFIGS", "groups_bound"]
 
 MAX_CONFIGS = 400
 Solve = Callable[[Problem], Solution]
@@ -226,6 +226,18 @@ def _bound(relaxed: Problem, rsol: Solution, cands: Sequence[Group]) -> float:
 
     fluid = shared_fluid_bound(relaxed.tables, [g.members for g in cands])
     return max(rsol.lower_bound, fluid) if math.isfinite(fluid) else rsol.lower_bound
+
+
+def groups_bound(model: Any, cluster: Any, engine: Any = None) -> float:
+    """A lower bound on tau_max of every plan over disjoint TP groups of the cluster's degrees (single
+    GPUs and whole machines included), without solving: the shared fluid bound over every candidate
+    group (`_bound`). For an answer cut short before the group search bounded anything."""
+    from partitioner.solvers.shared_bound import shared_fluid_bound
+
+    base = _base(model, cluster, None, engine)
+    cands = candidate_groups(cluster)
+    fluid = shared_fluid_bound(group_tables(model, cluster, cands, base, engine), [g.members for g in cands])
+    return fluid if math.isfinite(fluid) else 0.0
 
 
 def to_plan(gp: GroupPlan, cluster: Any) -> Any:
