@@ -80,23 +80,22 @@ def run(args: list[str], sigint_after: float | None) -> tuple[float, float, int,
     the run has used `sigint_after` seconds of CPU."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    sink = tempfile.TemporaryFile()  # not a pipe: a large answer must not block the run while we poll it
-    p = subprocess.Popen([sys.executable, "-c", "from partitioner.cli import main; main()", *args],
-                         stdout=sink, stderr=subprocess.DEVNULL)
     after_sigint = cpu_at_sigint = None
-    if sigint_after is not None:  # a CPU budget: the signal lands mid-search however loaded the machine
-        while p.poll() is None and _cpu_of(p.pid) < sigint_after:
-            time.sleep(0.05)
-        if p.poll() is None:
-            cpu_at_sigint = _cpu_of(p.pid)
-            sent = time.monotonic()
-            p.send_signal(signal.SIGINT)
-            p.wait()
-            after_sigint = time.monotonic() - sent
-    p.wait()
-    sink.seek(0)
-    out = sink.read()
-    sink.close()
+    with tempfile.TemporaryFile() as sink:  # not a pipe: a large answer must not block the run we poll
+        p = subprocess.Popen([sys.executable, "-c", "from partitioner.cli import main; main()", *args],
+                             stdout=sink, stderr=subprocess.DEVNULL)
+        if sigint_after is not None:  # a CPU budget: the signal lands mid-search however loaded the machine
+            while p.poll() is None and _cpu_of(p.pid) < sigint_after:
+                time.sleep(0.05)
+            if p.poll() is None:
+                cpu_at_sigint = _cpu_of(p.pid)
+                sent = time.monotonic()
+                p.send_signal(signal.SIGINT)
+                p.wait()
+                after_sigint = time.monotonic() - sent
+        p.wait()
+        sink.seek(0)
+        out = sink.read()
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
