@@ -46,6 +46,15 @@ def link_arrays(cluster: Any, hop_s: float = 0.0) -> tuple[np.ndarray, np.ndarra
     G = len(devs)
     alpha = np.zeros((G, G))
     beta = np.full((G, G), np.inf)
+    if not getattr(cluster, "pairs", None) and G > 1:  # the node defaults only: two links, set by node equality
+        nodes = [d.node for d in devs]
+        same = np.array([[m == n for n in nodes] for m in nodes])
+        intra, inter = cluster.link(devs[0], devs[0]), cluster.link(devs[0], _other_node(devs))
+        alpha[:] = np.where(same, intra.latency_ms, inter.latency_ms) / 1e3 + hop_s
+        beta[:] = np.where(same, intra.bandwidth_gb_s, inter.bandwidth_gb_s) * 1e9
+        np.fill_diagonal(alpha, 0.0)
+        np.fill_diagonal(beta, np.inf)
+        return alpha, beta
     for g, a in enumerate(devs):
         for h, b in enumerate(devs):
             if g != h:
@@ -55,11 +64,21 @@ def link_arrays(cluster: Any, hop_s: float = 0.0) -> tuple[np.ndarray, np.ndarra
     return alpha, beta
 
 
+def _other_node(devs: Any) -> Any:
+    """A device on another node than the first (the first itself when all share one node: the
+    inter-node link then goes unused)."""
+    return next((d for d in devs if d.node != devs[0].node), devs[0])
+
+
 def roofline_layers(arch: Any, workload: Any, gpus: list[Any], engine: Any = None) -> dict[str, Any]:
     """Per-layer cost (roofline.py), memory (memory.py), cut bytes and params, forms 1-2; the
     per-token fixed cost of each device is charged on its LM head (module docstring)."""
     s, w = Shape.of(arch), Work.of(workload)
-    hws = [Hardware.of(gpu, 8.0 * w.b_w, engine) for gpu in gpus]
+    made: dict[int, Hardware] = {}  # one Hardware per distinct spec object (64 GPUs of 8 kinds: 8)
+    for gpu in gpus:
+        if id(gpu) not in made:
+            made[id(gpu)] = Hardware.of(gpu, 8.0 * w.b_w, engine)
+    hws = [made[id(gpu)] for gpu in gpus]
     parts = (
         [("embed", "embed", roofline.embed_flops(s, w), roofline.embed_bytes(s, w),
           memory.embed_memory_gb(s, w), roofline.embed_params(s))]

@@ -38,7 +38,7 @@ from partitioner.deploy.launch import Launch
 from partitioner.errors import InfeasibleError
 from partitioner.problem import CostTables, Problem, Solution, explain_infeasible, lex_compare, select_rows
 
-__all__ = ["GroupPlan", "solve_groups", "select_rows", "MAX_CONFIGS"]
+__all__ = ["GroupPlan", "solve_groups", "select_rows", "MAX_CONFIGS", "groups_bound"]
 
 MAX_CONFIGS = 400
 Solve = Callable[[Problem], Solution]
@@ -181,7 +181,7 @@ def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
     used = [cands[r] for r in rsol.devices]
     if disjoint(used) and (launch is None or launch.realises(relaxed, rsol.devices, [g.members for g in cands])):
         return GroupPlan(relaxed, rsol, tuple(cands), rsol.optimal, rsol.lower_bound, 1)
-    bound = rsol.lower_bound
+    bound = _bound(relaxed, rsol, cands)
     per, kinds = _configs(cluster, devices, sizes)
     count, combos = _combos(per, kinds, uniform=False)
     uniform = count > max_configs
@@ -213,6 +213,31 @@ def _solve_sizes(model: Any, cluster: Any, make_problem: Callable[[CostTables], 
     proven = best.solution.optimal and (reached or (not uniform and all_optimal))
     lb = best.solution.objective[0] if proven else min(bound, best.solution.objective[0])
     return dataclasses.replace(best, proven=proven, lower_bound=lb, subproblems=solved + 1)
+
+
+def _bound(relaxed: Problem, rsol: Solution, cands: Sequence[Group]) -> float:
+    """The relaxation's bound, raised by the fluid bound in which a GPU's time is shared by its
+    groups (partitioner.solvers.shared_bound): a relaxation solve stopped by the time limit may
+    bound nothing (0), this one is finite in milliseconds. The fluid bound is on tau_max, so on
+    the first key of balanced and throughput only."""
+    if relaxed.objective == "makespan":
+        return rsol.lower_bound
+    from partitioner.solvers.shared_bound import shared_fluid_bound
+
+    fluid = shared_fluid_bound(relaxed.tables, [g.members for g in cands])
+    return max(rsol.lower_bound, fluid) if math.isfinite(fluid) else rsol.lower_bound
+
+
+def groups_bound(model: Any, cluster: Any, engine: Any = None) -> float:
+    """A lower bound on tau_max of every plan over disjoint TP groups of the cluster's degrees (single
+    GPUs and whole machines included), without solving: the shared fluid bound over every candidate
+    group (`_bound`). For an answer cut short before the group search bounded anything."""
+    from partitioner.solvers.shared_bound import shared_fluid_bound
+
+    base = _base(model, cluster, None, engine)
+    cands = candidate_groups(cluster)
+    fluid = shared_fluid_bound(group_tables(model, cluster, cands, base, engine), [g.members for g in cands])
+    return fluid if math.isfinite(fluid) else 0.0
 
 
 def to_plan(gp: GroupPlan, cluster: Any) -> Any:

@@ -89,7 +89,7 @@ def serve_answer(model: Any, cluster: Any, *, regime: str = "async", solver: str
 
 def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str | None, tpot_ms: float | None,
              ttft_ms: float | None, max_batch: int | None, engine: str | None, tp: str | None,
-             max_machines: int | None, time_limit_s: float | None = None) -> tuple[Any, Failure]:
+             max_machines: int | None, time_limit_s: float | None = None) -> tuple[Any, Failure | None]:
     """Several machines: the best layout of partitioner.planning.serving, its replicas placed."""
     from partitioner.costs import build_tables
     from partitioner.costs.tables import select_engine
@@ -97,17 +97,19 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
     from partitioner.deploy.kinds import node_kinds
     from partitioner.deploy.plan import _launch, _only_usable, _unsupported
     from partitioner.deploy.replica_result import _place
-    from partitioner.deploy.serve import serve_inputs
+    from partitioner.deploy.serve import serve_planner
     from partitioner.errors import InfeasibleError
+    from partitioner.planning.serve_limits import serve_limits
 
     tp = tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
     if tp == "auto" and select_engine(model, cluster, engine).id in UNIFORM_TP_ENGINES:
         tp = "uniform"
     order_ = order or str(getattr(cluster, "order", "free"))
-    planner, _ = serve_inputs(model, cluster, tp=tp, engine=engine, regime=regime, order=order_, solver=solver,
-                              tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
-                              deadline=None if time_limit_s is None else time.monotonic() + time_limit_s,
-                              launch=_launch(engine, solver, order_, cluster))
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+    limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)  # the planner of serve_inputs, without
+    planner = serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order_,  # its bound
+                            solver=solver, limits=limits, batches=batches, deadline=deadline,
+                            launch=_launch(engine, solver, order_, cluster))
     base = build_tables(model.with_batch(1, 1), cluster, engine=engine)
     need = float((base.memory_gb if base.weight_gb is None else base.weight_gb).sum())
     notes: list[str] = []
@@ -128,7 +130,11 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
         raise InfeasibleError(f"{exc}: {explain_infeasible(build_tables(model, cluster, engine=engine))}") from None
     layout = max(cands, key=lambda c: (c.tokens_per_s, -len(c.vectors)))
     plans = [_place(nk, list(layout.vectors), k, values.memo, planner, cluster) for k in range(len(layout.vectors))]
-    fail = failure(nk.counts, layout, values, max_machines)
+    values.deadline = deadline  # the answer's own layouts are all planned; the failure block only in time
+    fail: Failure | None = failure(nk.counts, layout, values, max_machines)
+    if values.skipped:  # a loss valued 0 only because the time limit ran out: no block rather than a wrong one
+        fail = None
+        notes.append("the time limit ran out before the failure block (one machine lost) was computed")
     if len(plans) == 1:
         return dataclasses.replace(plans[0], notes=(*notes, *plans[0].notes)), fail
     used = {name for p in plans for st in p.stages for name in (st.members or (st.device,))}

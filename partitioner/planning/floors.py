@@ -101,6 +101,11 @@ def best_of(found: Result, floors: list[tuple[str, Result]], serve: bool, cluste
         proven = math.isfinite(ub) and r.tokens_per_s >= ub * (1 - 1e-9) and all(p.optimal for p in r.replicas)
         return dataclasses.replace(r, upper_bound_tokens_per_s=ub, optimal=proven, notes=(*r.notes, line),
                                    stopped=found.stopped, subproblems=found.subproblems + r.subproblems)
+    if isinstance(r, Plan) and isinstance(found, Plan) and not serve:
+        # the floor's own bound holds only in its smaller space (e.g. --tp off): the search's bound
+        # holds for all, and a plan the search could not prove is not proven by a floor either
+        lb = min(found.lower_bound, r.objective_value[0]) if r.objective_value else found.lower_bound
+        return dataclasses.replace(r, notes=(*r.notes, line), lower_bound=lb, optimal=False)
     if isinstance(r, Plan):
         return dataclasses.replace(r, notes=(*r.notes, line))
     return r

@@ -137,7 +137,7 @@ def _stopped(floors: list[tuple[str, Plan | Deployment]], request: PlanRequest, 
         if better(r, best, request.objective == "serve"):
             best = r
     if request.replicas == 1:
-        return best
+        return _floor_plan(best, request, exc) if isinstance(best, Plan) and request.objective != "serve" else best
     bound = math.inf if exc is None else float(exc.upper_bound)
     shell = Deployment(replicas=(), unused=(), optimal=False, upper_bound_tokens_per_s=bound)
     dep = as_deployment(best, shell, request.cluster)
@@ -148,6 +148,24 @@ def _stopped(floors: list[tuple[str, Plan | Deployment]], request: PlanRequest, 
     return dataclasses.replace(dep, optimal=False, upper_bound_tokens_per_s=ub,
                                stopped="interrupted" if exc is None or "interrupted" in str(exc) else "time_limit",
                                notes=(*dep.notes, f"search stopped after its floors: {why}"))
+
+
+def _floor_plan(best: Plan, request: PlanRequest, exc: Any) -> Plan:
+    """A floor (--tp node, --tp off) as the answer of a TP search stopped before its own: the floor's
+    bound holds only in its smaller space, so the answer carries the fluid bound over every TP group
+    (partitioner.deploy.groups.groups_bound; on tau_max, so 0 for makespan) and is not proven."""
+    from partitioner.errors import PartitionerError
+
+    lb = 0.0
+    if request.objective != "makespan" and best.objective_value:
+        from partitioner.deploy.groups import groups_bound
+
+        try:
+            lb = min(best.objective_value[0], groups_bound(request.model, request.cluster, request.engine))
+        except PartitionerError:
+            lb = 0.0
+    return dataclasses.replace(best, optimal=False, lower_bound=lb,
+                               status="INTERRUPTED" if exc is None else "TIME_LIMIT")
 
 
 def _pipeline(request: PlanRequest, progress: Progress) -> Plan:

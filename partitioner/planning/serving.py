@@ -80,11 +80,16 @@ class Values:
     """tokens/s of a count vector by the quick serve planner, memoised (0.0: nothing fits)."""
 
     def __init__(self, nk: NodeKinds, planner: Any, fits: Callable[[list[int]], bool],
-                 node_of: Callable[[int], str]) -> None:
+                 node_of: Callable[[int], str], deadline: float | None = None) -> None:
         self.nk, self.planner, self.fits, self.node_of = nk, planner, fits, node_of
         self.memo: dict[Vector, tuple[float, Any]] = {}
+        self.deadline = deadline  # time.monotonic() of the command's time limit (None: none)
+        self.skipped = 0  # vectors left unplanned (valued 0) because the time limit had run out
 
     def __call__(self, x: Vector) -> float:
+        if x not in self.memo and self._out_of_time():
+            self.skipped += 1
+            return 0.0  # not planned, not remembered: the first vector (one pipeline) always is
         if x not in self.memo:
             devices = self.nk.devices(x)
             plan = None
@@ -95,6 +100,12 @@ class Values:
                     plan = None
             self.memo[x] = (0.0 if plan is None else float(plan.serving.tokens_per_s), plan)
         return self.memo[x][0]
+
+
+    def _out_of_time(self) -> bool:
+        import time
+
+        return self.deadline is not None and bool(self.memo) and time.monotonic() > self.deadline
 
 
 def best_layout(counts: Vector, values: Values, max_machines: int | None) -> Layout:

@@ -202,6 +202,8 @@ def solve_within(q: Problem, solver: str, budget: Budget, *, pool: list[Plan] | 
 
     left = wall_left(budget, reserve_s)
     budget.charge(1)
+    if solver == "brute":  # the enumeration checks its budget (solvers/brute.py): the budget left
+        return _noted(budget, q, solve_problem(dataclasses.replace(q, time_limit_s=_limit(q, left)), "brute"))
     if solver not in ("auto", "cpsat"):
         return solve_problem(q, solver)
     if solver == "cpsat":

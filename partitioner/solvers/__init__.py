@@ -63,6 +63,9 @@ def _auto(problem: Problem, progress: Any = None, **kwargs: Any) -> Solution:
     try:
         seed = dp.hint(problem, budget)
     except (TimeUp, KeyboardInterrupt) as exc:
+        from partitioner.solvers.bounds import lower_bound
+
+        budget.bound(lower_bound(problem, lp=False))  # the cheap bound (no LP): never a bound of 0
         found = budget.best_solution("TIME_LIMIT" if isinstance(exc, TimeUp) else "INTERRUPTED")
         if found is None and isinstance(exc, TimeUp):
             raise SolverError(f"auto: no plan found within the time limit ({limit:g} s)") from None

@@ -74,7 +74,9 @@ def solve(problem: Problem, budget: Budget) -> Solution:
     try:
         plan = _makespan(ctx, budget, found) if problem.objective == "makespan" else _lexi(ctx, budget, found)
     except (TimeUp, TooBig, KeyboardInterrupt) as exc:
-        budget.bound(found["lower"])
+        from partitioner.solvers.bounds import lower_bound
+
+        budget.bound(max(found["lower"], lower_bound(problem, lp=False)))  # the cheap bound, no LP
         out = budget.best_solution("INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "TIME_LIMIT")
         if out is None:
             raise
