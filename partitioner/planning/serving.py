@@ -30,7 +30,7 @@ from typing import Any
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.errors import InfeasibleError
 
-__all__ = ["REFINE_GPUS", "Layout", "Loss", "Failure", "Values", "best_layout", "layouts", "failure"]
+__all__ = ["REFINE_GPUS", "Layout", "Loss", "Failure", "Values", "best_layout", "layouts", "failure", "failure_of"]
 
 REFINE_GPUS = 8  # replicas of at most this many GPUs get the full serve search after the quick one
 
@@ -127,15 +127,27 @@ def layouts(counts: Vector, values: Values, max_machines: int | None) -> list[La
 
 def failure(counts: Vector, layout: Layout, values: Values, max_machines: int | None) -> Failure:
     """tokens/s of the best candidate without one machine of each kind (module doc)."""
+
+    def without(fewer: Vector) -> float:
+        try:
+            return best_layout(fewer, values, max_machines).tokens_per_s
+        except InfeasibleError:
+            return 0.0
+
+    return failure_of(values.nk, layout.tokens_per_s, values.node_of, without)
+
+
+def failure_of(nk: NodeKinds, tokens_per_s: float, node_of: Callable[[int], str],
+               without: Callable[[Vector], float]) -> Failure:
+    """The failure block of an answer of `tokens_per_s` on machines of kinds `nk`: for each kind,
+    `without(counts with one machine of that kind fewer)` (tokens/s of the best answer there,
+    0.0 when nothing serves); `node_of(device)` names a machine. Every failure block is built here
+    (the default answer's and partitioner.planning.failure's for explicit requests)."""
     losses = []
-    for k, n in enumerate(counts):
+    for k, n in enumerate(nk.counts):
         if n == 0:
             continue
-        fewer = tuple(c - (i == k) for i, c in enumerate(counts))
-        try:
-            got = best_layout(fewer, values, max_machines).tokens_per_s
-        except InfeasibleError:
-            got = 0.0
-        names = tuple(values.node_of(node[0]) for node in values.nk.kinds[k])
-        losses.append(Loss(values.nk.labels[k], names, got))
-    return Failure(layout.tokens_per_s, tuple(losses))
+        fewer = tuple(c - (i == k) for i, c in enumerate(nk.counts))
+        names = tuple(node_of(node[0]) for node in nk.kinds[k])
+        losses.append(Loss(nk.labels[k], names, without(fewer)))
+    return Failure(tokens_per_s, tuple(losses))

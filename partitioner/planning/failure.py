@@ -1,0 +1,81 @@
+"""What one machine's loss costs, for every answer on more than one machine.
+
+For each machine kind (partitioner.deploy.kinds: machines of a kind are interchangeable), the
+same request is planned again on the cluster without one machine of that kind, through the same
+`route` (partitioner.planning.routing) that planned the answer: the same objective, limits,
+`--tp`, engine and order, and `--replicas N` (where the machines left cannot hold N replicas, the
+most they hold: the replicas that survive the loss). Its tokens/s (0.0 when nothing serves the
+model there) is the loss's; the worst case is the least. The block is built by `partitioner.planning.serving.failure_of`,
+as the default serving answer's is.
+
+The smaller requests get a fresh budget of what is left of the request's wall-clock limit (none
+without `--time-limit`); Ctrl-C during them drops the block rather than show part of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from partitioner.planning.request import PlanRequest
+from partitioner.planning.serving import Failure, failure_of
+
+__all__ = ["tokens_of", "without_node", "request_failure"]
+
+
+def tokens_of(result: Any) -> float:
+    """Decode tokens/s of a Plan or a Deployment (0.0: none scored)."""
+    if hasattr(result, "replicas"):
+        return float(result.tokens_per_s)
+    s = getattr(result, "serving", None)
+    return 0.0 if s is None or not getattr(result, "feasible", True) else float(s.tokens_per_s)
+
+
+def without_node(cluster: Any, node: str) -> Any:
+    """The cluster without machine `node`: its devices, the pairs naming them and its `nodes:` and
+    per-node `tp:` entries (an edited copy, not re-validated: what is left was valid)."""
+    gone = {d.name for d in cluster.devices if d.node == node}
+    update: dict[str, Any] = {
+        "devices": tuple(d for d in cluster.devices if d.node != node),
+        "pairs": tuple(p for p in cluster.pairs if p.from_ not in gone and p.to not in gone),
+        "nodes": {n: spec for n, spec in cluster.nodes.items() if n != node},
+    }
+    if isinstance(cluster.tp, dict):
+        update["tp"] = {k: v for k, v in cluster.tp.items() if k != node}
+    return cluster.model_copy(update=update)
+
+
+def request_failure(request: PlanRequest, result: Any) -> Failure | None:
+    """The failure block of `result`, the answer to `request` (module doc); None on one machine,
+    for an answer without tokens/s, or when Ctrl-C stopped the smaller requests."""
+    from partitioner import interrupts
+    from partitioner.deploy.kinds import node_kinds
+    from partitioner.errors import PartitionerError
+    from partitioner.planning.routing import route
+    from partitioner.solvers.budget import Budget
+
+    cluster = request.cluster
+    tps = tokens_of(result)
+    if len({d.node for d in cluster.devices}) < 2 or tps <= 0:
+        return None
+    nk = node_kinds(cluster)
+    mark = interrupts.count()
+
+    def without(fewer: tuple[int, ...]) -> float:
+        k = next(i for i, (a, b) in enumerate(zip(fewer, nk.counts, strict=True)) if a < b)
+        node = str(cluster.devices[nk.kinds[k][-1][0]].node)  # the kind's last machine (nk.devices keeps the first)
+        smaller = without_node(cluster, node)
+        counts = [None] if request.replicas is None else range(request.replicas, 0, -1)
+        for n in counts:  # --replicas N: N replicas, else as many as the machines left hold
+            sub = dataclasses.replace(request, cluster=smaller, replicas=n, budget=Budget(request.time_limit_s))
+            try:
+                return tokens_of(route(sub))
+            except PartitionerError:
+                continue
+        return 0.0
+
+    try:
+        block = failure_of(nk, tps, lambda g: str(cluster.devices[g].node), without)
+    except KeyboardInterrupt:
+        return None
+    return None if interrupts.since(mark) else block
