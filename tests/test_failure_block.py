@@ -140,3 +140,16 @@ links:
     alone = partitioner.plan(m, without_node(c, "n2"), objective="serve", tp="node").serving.tokens_per_s
     assert doc["failure"]["worst"]["tokens_per_s"] == pytest.approx(alone)
     assert doc["failure"]["tokens_per_s"] == pytest.approx(doc["serving"]["tokens_per_s"])
+
+
+def test_no_block_after_ctrl_c(pair: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the answer was planned: the block's extra plans do not start."""
+    from partitioner import interrupts
+    from partitioner.planning import failure
+
+    m, c = load_inputs(MODEL, pair)
+    one = serve_plan(m, without_node(c, "n2"))
+    mark = interrupts.count()
+    monkeypatch.setattr(interrupts, "_seen", [interrupts._seen[0] + 1])  # what count_sigints' handler does
+    monkeypatch.setattr(failure, "failure_of", lambda *a: pytest.fail("planned after Ctrl-C"))
+    assert request_failure(PlanRequest(m, c, objective="serve"), one, mark) is None

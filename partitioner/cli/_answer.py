@@ -129,14 +129,15 @@ def failure_lines(f: Any) -> list[str]:
     return lines
 
 
-def request_failure_block(request: Any, result: Any, export: str | None) -> tuple[Any] | None:
+def request_failure_block(request: Any, result: Any, export: str | None, since: int) -> tuple[Any] | None:
     """(the failure block or None,) of an explicit request on several machines
-    (partitioner.planning.failure); None on one machine or under --export (nothing printed)."""
+    (partitioner.planning.failure; none after a Ctrl-C since the interrupts count `since`); None on
+    one machine or under --export (nothing printed)."""
     if export is not None or len({d.node for d in request.cluster.devices}) < 2:
         return None
     from partitioner.planning.failure import request_failure
 
-    return (request_failure(request, result),)
+    return (request_failure(request, result, since),)
 
 
 def failure_json(result: Any, fail: tuple[Any] | None) -> str:

@@ -28,11 +28,14 @@ def run_deploy(request: Any, *, inputs: tuple[str, str], as_json: bool, out: str
     def note(line: str) -> None:
         click.echo(f"note: {line}", err=True)
 
+    from partitioner import interrupts
+
+    mark = interrupts.count()
     with _progress(enabled=count != 1) as progress:
         result = route(request, Progress(note=note, replicas=progress))
     from partitioner.cli._answer import failure_json, failure_lines, request_failure_block
 
-    fail = request_failure_block(request, result, export)  # what one machine's loss costs (several machines)
+    fail = request_failure_block(request, result, export, mark)  # what one machine's loss costs (several machines)
     text = failure_json(result, fail)
     if out:
         from partitioner.cli._output import safe_write

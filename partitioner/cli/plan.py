@@ -161,11 +161,14 @@ def plan(
     from partitioner.cli._progress import ProgressLine, wants_progress
 
     line = ProgressLine(wants_progress(show_progress, data_on_stdout=as_json or export is not None))
+    from partitioner import interrupts
+
+    mark = interrupts.count()
     with line:
         result = route(request, Progress(note=_note, solve=_progress_printer(line), serve=_serve_progress(line)))
     from partitioner.cli._answer import failure_json, request_failure_block
 
-    fail = request_failure_block(request, result, export) if objective == "serve" else None
+    fail = request_failure_block(request, result, export, mark) if objective == "serve" else None
     text = failure_json(result, fail)
     if out:
         from partitioner.cli._output import safe_write

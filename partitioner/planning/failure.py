@@ -45,9 +45,10 @@ def without_node(cluster: Any, node: str) -> Any:
     return cluster.model_copy(update=update)
 
 
-def request_failure(request: PlanRequest, result: Any) -> Failure | None:
+def request_failure(request: PlanRequest, result: Any, since: int | None = None) -> Failure | None:
     """The failure block of `result`, the answer to `request` (module doc); None on one machine,
-    for an answer without tokens/s, or when Ctrl-C stopped the smaller requests."""
+    for an answer without tokens/s, or after Ctrl-C (pressed since `since`, a
+    partitioner.interrupts count taken before the answer was planned, or during the block)."""
     from partitioner import interrupts
     from partitioner.deploy.kinds import node_kinds
     from partitioner.errors import PartitionerError
@@ -56,7 +57,7 @@ def request_failure(request: PlanRequest, result: Any) -> Failure | None:
 
     cluster = request.cluster
     tps = tokens_of(result)
-    if len({d.node for d in cluster.devices}) < 2 or tps <= 0:
+    if len({d.node for d in cluster.devices}) < 2 or tps <= 0 or (since is not None and interrupts.since(since)):
         return None
     nk = node_kinds(cluster)
     mark = interrupts.count()
