@@ -153,3 +153,14 @@ def test_no_block_after_ctrl_c(pair: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(interrupts, "_seen", [interrupts._seen[0] + 1])  # what count_sigints' handler does
     monkeypatch.setattr(failure, "failure_of", lambda *a: pytest.fail("planned after Ctrl-C"))
     assert request_failure(PlanRequest(m, c, objective="serve"), one, mark) is None
+
+
+def test_no_block_once_the_time_limit_is_spent(pair: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--time-limit spent by the answer: no extra plans, no partial block."""
+    from partitioner.planning import routing
+    from partitioner.solvers.budget import Budget
+
+    m, c = load_inputs(MODEL, pair)
+    one = serve_plan(m, without_node(c, "n2"))
+    monkeypatch.setattr(routing, "route", lambda *a, **k: pytest.fail("planned with no time left"))
+    assert request_failure(PlanRequest(m, c, objective="serve", budget=Budget(0.0)), one) is None

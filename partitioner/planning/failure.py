@@ -8,8 +8,9 @@ most they hold: the replicas that survive the loss). Its tokens/s (0.0 when noth
 model there) is the loss's; the worst case is the least. The block is built by `partitioner.planning.serving.failure_of`,
 as the default serving answer's is.
 
-The smaller requests get a fresh budget of what is left of the request's wall-clock limit (none
-without `--time-limit`); Ctrl-C during them drops the block rather than show part of it.
+Under `--time-limit` the smaller requests share what is left of it equally (each a fresh budget);
+when nothing is left, or on Ctrl-C, there is no block rather than part of one. Without a limit
+each is planned in full, as the answer was.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def request_failure(request: PlanRequest, result: Any, since: int | None = None)
         return None
     nk = node_kinds(cluster)
     mark = interrupts.count()
+    kinds_left = [sum(1 for n in nk.counts if n > 0)]
 
     def without(fewer: tuple[int, ...]) -> float:
         k = next(i for i, (a, b) in enumerate(zip(fewer, nk.counts, strict=True)) if a < b)
@@ -68,15 +70,34 @@ def request_failure(request: PlanRequest, result: Any, since: int | None = None)
         smaller = without_node(cluster, node)
         counts = [None] if request.replicas is None else range(request.replicas, 0, -1)
         for n in counts:  # --replicas N: N replicas, else as many as the machines left hold
-            sub = dataclasses.replace(request, cluster=smaller, replicas=n, budget=Budget(request.time_limit_s))
+            sub = dataclasses.replace(request, cluster=smaller, replicas=n, budget=Budget(_share(request, kinds_left[0])))
             try:
-                return tokens_of(route(sub))
+                found = tokens_of(route(sub))
+                break
             except PartitionerError:
                 continue
-        return 0.0
+        else:
+            found = 0.0
+        kinds_left[0] -= 1
+        return found
 
     try:
         block = failure_of(nk, tps, lambda g: str(cluster.devices[g].node), without)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _NoTime):
         return None
     return None if interrupts.since(mark) else block
+
+
+class _NoTime(Exception):
+    """The request's wall-clock limit is spent: no block (a partial one would mislead)."""
+
+
+def _share(request: PlanRequest, kinds_left: int) -> float | None:
+    """The wall-clock seconds one smaller request gets: an equal share of what is left of the
+    request's limit (None: no limit); _NoTime once nothing is left."""
+    if request.budget.deadline is None:
+        return None
+    left = request.budget.left(0.0)
+    if left <= 0:
+        raise _NoTime
+    return left / max(1, kinds_left)
