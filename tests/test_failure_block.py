@@ -164,3 +164,10 @@ def test_no_block_once_the_time_limit_is_spent(pair: Path, monkeypatch: pytest.M
     one = serve_plan(m, without_node(c, "n2"))
     monkeypatch.setattr(routing, "route", lambda *a, **k: pytest.fail("planned with no time left"))
     assert request_failure(PlanRequest(m, c, objective="serve", budget=Budget(0.0)), one) is None
+
+
+def test_console_says_when_the_block_was_not_planned() -> None:
+    from partitioner.cli._answer import request_failure_lines
+
+    assert request_failure_lines(None) == []
+    assert request_failure_lines((None,)) == ["one machine lost: not planned (no time left under --time-limit, or Ctrl-C)"]

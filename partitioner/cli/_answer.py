@@ -17,7 +17,8 @@ import click
 
 from partitioner.cli._output import fmt_time
 
-__all__ = ["run_answer", "answer_lines", "answer_extra", "failure_lines", "request_failure_block", "failure_json"]
+__all__ = ["run_answer", "answer_lines", "answer_extra", "failure_lines", "request_failure_block", "request_failure_lines",
+           "failure_json"]
 
 
 def run_answer(model: Any, cluster: Any, choice: Any, *, inputs: tuple[str, str], M: int, regime: str, solver: str,
@@ -132,12 +133,22 @@ def failure_lines(f: Any) -> list[str]:
 def request_failure_block(request: Any, result: Any, export: str | None, since: int) -> tuple[Any] | None:
     """(the failure block or None,) of an explicit request on several machines
     (partitioner.planning.failure; none after a Ctrl-C since the interrupts count `since`); None on
-    one machine or under --export (nothing printed)."""
-    if export is not None or len({d.node for d in request.cluster.devices}) < 2:
+    one machine, for an answer without tokens/s or under --export (nothing printed)."""
+    from partitioner.planning.failure import request_failure, tokens_of
+
+    if export is not None or len({d.node for d in request.cluster.devices}) < 2 or tokens_of(result) <= 0:
         return None
-    from partitioner.planning.failure import request_failure
 
     return (request_failure(request, result, since),)
+
+
+def request_failure_lines(fail: tuple[Any] | None) -> list[str]:
+    """The console lines of `request_failure_block`'s result: the block, or why there is none."""
+    if fail is None:
+        return []
+    if fail[0] is None:
+        return ["one machine lost: not planned (no time left under --time-limit, or Ctrl-C)"]
+    return failure_lines(fail[0])
 
 
 def failure_json(result: Any, fail: tuple[Any] | None) -> str:

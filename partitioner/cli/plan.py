@@ -187,9 +187,9 @@ def plan(
             even = even_baseline(build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
                                                time_limit_s=time_limit, engine=engine), solver)
         render_plan(result, even)
-        from partitioner.cli._answer import failure_lines
+        from partitioner.cli._answer import request_failure_lines
 
-        for text_line in failure_lines(None if fail is None else fail[0]):
+        for text_line in request_failure_lines(fail):
             click.echo(text_line)
     if export:
         from partitioner.cli._deploy import print_export
