@@ -28,17 +28,24 @@ def run_deploy(request: Any, *, inputs: tuple[str, str], as_json: bool, out: str
     def note(line: str) -> None:
         click.echo(f"note: {line}", err=True)
 
+    from partitioner import interrupts
+
+    mark = interrupts.count()
     with _progress(enabled=count != 1) as progress:
         result = route(request, Progress(note=note, replicas=progress))
+    from partitioner.cli._answer import failure_json, request_failure_block, request_failure_lines
+
+    fail = request_failure_block(request, result, export, mark)  # what one machine's loss costs (several machines)
+    text = failure_json(result, fail)
     if out:
         from partitioner.cli._output import safe_write
         from partitioner.deploy.deployment import DEPLOYMENT_FORMAT
         from partitioner.result import PLAN_FORMAT
 
         marker = PLAN_FORMAT if count == 1 else DEPLOYMENT_FORMAT
-        safe_write(out, result.to_json(), inputs=inputs, marker=marker)
+        safe_write(out, text, inputs=inputs, marker=marker)
     if as_json:
-        click.echo(result.to_json(), nl=False)
+        click.echo(text, nl=False)
     elif export:
         print_export(result, export)
     elif isinstance(result, Plan):  # one replica of TP groups
@@ -49,6 +56,9 @@ def run_deploy(request: Any, *, inputs: tuple[str, str], as_json: bool, out: str
             click.echo(f"note: {line}")
     else:
         render_deployment(result)
+    if not as_json and not export:
+        for line in request_failure_lines(fail):
+            click.echo(line)
 
 
 class _progress:
@@ -115,7 +125,9 @@ def render_deployment(d: Any) -> None:
     else:
         import math
 
-        bound = (f"upper bound {d.upper_bound_tokens_per_s:.4g} tokens/s, gap {d.gap:.1%}"
+        from partitioner.cli._plan_view import serve_bound
+
+        bound = (serve_bound(d.tokens_per_s, d.upper_bound_tokens_per_s)
                  if math.isfinite(d.upper_bound_tokens_per_s) else "no upper bound known")
         console.print(f"not proven: {bound} ({d.subproblems} replica solves{', ' + d.stopped if d.stopped else ''})")
 

@@ -7,7 +7,7 @@ from typing import Any
 from partitioner.cli._output import fmt_rate, fmt_time
 from partitioner.result import Plan
 
-__all__ = ["render_plan", "stage_table", "summary_lines", "serving_lines", "frontier_table"]
+__all__ = ["render_plan", "stage_table", "summary_lines", "serving_lines", "frontier_table", "serve_bound"]
 
 
 def _layer_range(st: Any, plan: Plan) -> str:
@@ -158,15 +158,23 @@ def _gain_line(plan: Plan, even: Plan | str | None) -> str:
     )
 
 
+def serve_bound(tokens_per_s: float, upper_tokens_per_s: float) -> str:
+    """A serve answer's tokens/s beside the search's upper bound, both in tokens/s: the one form
+    of the serve proof for a pipeline (Plan.lower_bound = 1 / bound) and a deployment
+    (Deployment.upper_bound_tokens_per_s)."""
+    gap = max(0.0, 1.0 - tokens_per_s / upper_tokens_per_s) if upper_tokens_per_s > 0 else 0.0
+    return f"{tokens_per_s:,.4g} tokens/s, within {gap:.1%} of the upper bound {upper_tokens_per_s:,.4g} tokens/s"
+
+
 def _proof_line(plan: Plan) -> str:
     if plan.objective == "serve":
-        gap = max(0.0, 1.0 - plan.lower_bound / plan.objective_value[0]) if plan.objective_value else 0.0
         head = f"solver {plan.solver} per (batch, in flight), serve search over the batch grid: "
         if plan.optimal:
             return head + "proven optimal"
         if plan.lower_bound <= 0:
             return head + f"status {plan.status}: the grid was not searched to the end, no bound"
-        return head + f"tokens/s within {gap:.1%} of the upper bound {1 / plan.lower_bound:,.4g}"
+        tps = plan.serving.tokens_per_s if plan.serving is not None else 1.0 / plan.objective_value[0]
+        return head + serve_bound(tps, 1.0 / plan.lower_bound)
     if plan.optimal:
         return f"solver {plan.solver}: proven optimal ({plan.objective}, {plan.regime})"
     gap = 0.0

@@ -161,15 +161,22 @@ def plan(
     from partitioner.cli._progress import ProgressLine, wants_progress
 
     line = ProgressLine(wants_progress(show_progress, data_on_stdout=as_json or export is not None))
+    from partitioner import interrupts
+
+    mark = interrupts.count()
     with line:
         result = route(request, Progress(note=_note, solve=_progress_printer(line), serve=_serve_progress(line)))
+    from partitioner.cli._answer import failure_json, request_failure_block
+
+    fail = request_failure_block(request, result, export, mark) if objective == "serve" else None
+    text = failure_json(result, fail)
     if out:
         from partitioner.cli._output import safe_write
 
-        safe_write(out, result.to_json(), inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
+        safe_write(out, text, inputs=(model_file, cluster_file), marker=PLAN_FORMAT)
     if as_json:
         if out != "-":  # `--out -` already printed it
-            click.echo(result.to_json(), nl=False)
+            click.echo(text, nl=False)
     elif export is None and isinstance(result, Plan):  # (route gives a Plan for one pipeline)
         from partitioner.cli._plan_view import render_plan
 
@@ -180,6 +187,10 @@ def plan(
             even = even_baseline(build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
                                                time_limit_s=time_limit, engine=engine), solver)
         render_plan(result, even)
+        from partitioner.cli._answer import request_failure_lines
+
+        for text_line in request_failure_lines(fail):
+            click.echo(text_line)
     if export:
         from partitioner.cli._deploy import print_export
 

@@ -175,7 +175,11 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         gp = GroupPlan(best.problem, best.solution, groups, False, best.solution.lower_bound, res.solves)
         plan = to_plan(gp, cluster)
         optimal = bool(upper <= tps * (1 + 1e-9))
+        # the serve objective's figures as planning.pipeline.serve_plan gives them: 1/tokens/s and
+        # 1/(upper bound in tokens/s), 0.0 when no bound is known (a quick plan)
         plan = dataclasses.replace(plan, objective="serve", serving=best.serving, optimal=optimal,
+                                   objective_value=(1.0 / tps,),
+                                   lower_bound=1.0 / upper if math.isfinite(upper) and upper > 0 else 0.0,
                                    status="OPTIMAL" if optimal else ("TIME_LIMIT" if res.notes else "FEASIBLE"),
                                    frontier=tuple(p.to_dict() for p in res.frontier), notes=tuple(tp_notes(plan)))
         return plan, upper, not quick

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partitioner.planning.objective import Choice, default_objective
-from partitioner.planning.serving import Failure, Values, failure, layouts
+from partitioner.planning.serving import Failure, Ruled, Values, failure, launchable, layouts
 
 __all__ = ["Answer", "default_answer", "serve_answer", "machines"]
 
@@ -45,13 +45,14 @@ def default_answer(model: Any, cluster: Any, *, objective: str | None = None, M:
                    engine: str | None = None, tp: str | None = None, max_machines: int | None = None) -> Answer:
     """The objective of the workload (or `objective`), planned; module doc."""
     from partitioner.errors import PartitionerError
-    from partitioner.planning.pipeline import build_problem, solve_problem
+    from partitioner.planning.pipeline import build_problem, launch_engine, solve_problem
 
     choice = default_objective(model, objective)
+    launch = launch_engine(model, cluster, engine)
     if choice.objective != "serve":
         problem = build_problem(model, cluster, M=M, regime=regime, objective=choice.objective, order=order,
                                 time_limit_s=time_limit_s, engine=engine)
-        return Answer(solve_problem(problem, solver, engine=engine, cluster=cluster), choice)
+        return Answer(solve_problem(problem, solver, engine=launch, cluster=cluster), choice)
     result, fail = serve_answer(model, cluster, regime=regime, solver=solver, order=order, time_limit_s=time_limit_s,
                                 tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch, engine=engine, tp=tp,
                                 max_machines=max_machines)
@@ -59,7 +60,7 @@ def default_answer(model: Any, cluster: Any, *, objective: str | None = None, M:
     try:
         problem = build_problem(model, cluster, M=M, regime=regime, objective="balanced", order=order,
                                 time_limit_s=time_limit_s, engine=engine)
-        paper = solve_problem(problem, solver, engine=engine, cluster=cluster)
+        paper = solve_problem(problem, solver, engine=launch, cluster=cluster)
     except PartitionerError as exc:  # the comparison line only; the answer stands without it
         paper = str(exc)
     return Answer(result, choice, paper, fail, None if tpot_ms is None else tpot_ms / 1e3)
@@ -99,6 +100,7 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
     from partitioner.deploy.replica_result import _place
     from partitioner.deploy.serve import serve_planner
     from partitioner.errors import InfeasibleError
+    from partitioner.planning.pipeline import launch_engine
     from partitioner.planning.serve_limits import serve_limits
 
     tp = tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
@@ -106,22 +108,28 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
         tp = "uniform"
     order_ = order or str(getattr(cluster, "order", "free"))
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
-    limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)  # the planner of serve_inputs, without
-    planner = serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order_,  # its bound
-                            solver=solver, limits=limits, batches=batches, deadline=deadline,
-                            launch=_launch(engine, solver, order_, cluster))
+    limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)
+    launch_id = launch_engine(model, cluster, engine)
+    launch = _launch(launch_id, solver, order_, cluster)
+
+    def inputs(rule: Any) -> Any:  # the planner of serve_inputs, without its bound (never used here)
+        return serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order_, solver=solver,
+                             limits=limits, batches=batches, deadline=deadline, launch=rule)
+
     base = build_tables(model.with_batch(1, 1), cluster, engine=engine)
     need = float((base.memory_gb if base.weight_gb is None else base.weight_gb).sum())
     notes: list[str] = []
-    dropped = _unsupported(engine, base, notes)  # GPUs the launch engine cannot run, as plan_deployment
-    planner = _only_usable(planner, dropped, engine)
+    dropped = _unsupported(launch_id, base, notes)  # GPUs the launch engine cannot run, as plan_deployment
+    planner = _only_usable(inputs(None), dropped, launch_id)
+    ruled = None if launch is None else Ruled(lambda: _only_usable(inputs(launch), dropped, launch_id),
+                                              lambda plan: launchable(plan, launch.engine, base, cluster))
 
     def fits(devices: list[int]) -> bool:
         kept = [g for g in devices if g not in dropped]
         return bool(kept) and float(base.capacity_gb[kept].sum()) * (1 + 1e-9) >= need
 
     nk = node_kinds(cluster)
-    values = Values(nk, planner, fits, lambda g: str(cluster.devices[g].node))
+    values = Values(nk, planner, fits, lambda g: str(cluster.devices[g].node), ruled)
     try:
         cands = layouts(nk.counts, values, max_machines)
     except InfeasibleError as exc:  # say what the model needs at the workload's batch, and the nearest fix

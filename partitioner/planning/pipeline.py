@@ -15,7 +15,7 @@ from partitioner.problem import CostTables, Problem
 from partitioner.result import Plan
 
 __all__ = ["tables_for", "build_problem", "solve_problem", "serve_plan", "load_inputs", "with_metadata",
-           "with_metadata_any", "Progress"]
+           "with_metadata_any", "Progress", "launch_engine"]
 
 Progress = Callable[[float, float, float], None]
 
@@ -60,6 +60,19 @@ def build_problem(
     )
 
 
+def launch_engine(model: Any, cluster: Any, engine: str | None) -> str | None:
+    """The engine whose launch-order rule a search keeps to: `engine`, else the files' `engine:`
+    when it names an engine that launches servers (registry.LAUNCH_TARGETS; its record's
+    `launch_order`, partitioner.solvers.engine_sequences), else None (any order)."""
+    if engine is not None:
+        return engine
+    from partitioner.costs.tables import select_engine
+    from partitioner.registry import LAUNCH_TARGETS
+
+    named = select_engine(model, cluster, None).id
+    return named if named in LAUNCH_TARGETS else None
+
+
 def solve_problem(
     problem: Problem, solver: str = "auto", progress: Progress | None = None, *,
     engine: str | None = None, cluster: Any = None,
@@ -95,8 +108,9 @@ def serve_plan(
     engine: str | None = None,
     budget: Any = None,
 ) -> Plan:
-    """The split, batch and in-flight count with the most decode tokens/s (partitioner.serving.search);
-    `budget` (partitioner.solvers.budget.Budget) also bounds the search in work and is charged with it."""
+    """The split, batch and in-flight count with the most decode tokens/s (partitioner.serving.search),
+    among the device orders `launch_engine` launches; `budget` (partitioner.solvers.budget.Budget) also
+    bounds the search in work and is charged with it."""
     import dataclasses
 
     from partitioner.costs import build_tables
@@ -114,7 +128,7 @@ def serve_plan(
     def tables_at(B: int) -> CostTables:
         return build_tables(model.with_batch(B, 1), cluster, engine=engine)
 
-    rule = order_rule(engine, solver, cluster, tables_at(batches[0] if batches else 1))
+    rule = order_rule(launch_engine(model, cluster, engine), solver, cluster, tables_at(batches[0] if batches else 1))
     result = search(
         tables_at, batches, regime=regime, order=order or str(getattr(cluster, "order", "free")), solver=solver,
         limits=limits, time_limit_s=time_limit_s, progress=progress, rule=rule, budget=budget,

@@ -16,6 +16,13 @@ over replica layouts: the full replica search (`--replicas auto`) explores every
 
 `max_machines` (--max-machines-per-pipeline) drops every candidate pipeline over more machines.
 
+Engines: with `--engine` (or the files' `engine:`) naming an engine that launches servers, every
+candidate's plan is one that engine launches (partitioner.solvers.engine_sequences: vLLM 0.33.0
+places a pipeline over 3 or more hosts only with equal GPU counts, over two with each host's GPUs
+in ascending order). A plan the unrestricted search finds is kept when the engine's rule admits
+it; otherwise the candidate is planned again by the serve search restricted to the orders the
+engine launches (partitioner.deploy.launch), so the answer never needs a layout it cannot place.
+
 Failure (`failure`): for each machine kind, the best candidate of the same family on the cluster
 without one machine of that kind (machines of a kind are interchangeable,
 partitioner.deploy.kinds); the worst case is the least of them.
@@ -30,7 +37,8 @@ from typing import Any
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.errors import InfeasibleError
 
-__all__ = ["REFINE_GPUS", "Layout", "Loss", "Failure", "Values", "best_layout", "layouts", "failure"]
+__all__ = ["REFINE_GPUS", "Layout", "Loss", "Failure", "Ruled", "Values", "launchable", "best_layout", "layouts", "failure",
+           "failure_of"]
 
 REFINE_GPUS = 8  # replicas of at most this many GPUs get the full serve search after the quick one
 
@@ -76,13 +84,42 @@ class Failure:
         }
 
 
+@dataclass(frozen=True)
+class Ruled:
+    """An engine's launch-order rule for the candidates (module doc, "Engines"): `admits(plan)`
+    whether the engine launches a replica's plan, `planner()` the serve planner that searches
+    only the orders it launches (built on first use)."""
+
+    planner: Callable[[], Any]
+    admits: Callable[[Any], bool]
+
+
+def launchable(plan: Any, engine: str, tables: Any, cluster: Any) -> bool:
+    """Whether `engine` launches `plan` (a Plan; stages of single GPUs or TP groups) as its stage
+    order, by the engine record's launch-order rule (partitioner.solvers.engine_sequences.realisable,
+    which the restricted searches use too); `tables` are the whole cluster's, rows = its devices."""
+    from partitioner.solvers.engine_rule import addresses
+    from partitioner.solvers.engine_sequences import realisable
+
+    index = {d.name: g for g, d in enumerate(cluster.devices)}
+    members: list[tuple[int, ...]] = [(g,) for g in range(len(cluster.devices))]
+    rows = []
+    for st in plan.stages:
+        group = tuple(sorted(index[name] for name in (st.members or (st.device,))))
+        members[group[0]] = group
+        rows.append(group[0])
+    return realisable(engine, tables, rows, addresses(cluster), members)
+
+
 class Values:
-    """tokens/s of a count vector by the quick serve planner, memoised (0.0: nothing fits)."""
+    """tokens/s of a count vector by the quick serve planner, memoised (0.0: nothing fits); with
+    `ruled`, a plan the engine does not launch is replaced by the rule-bound planner's."""
 
     def __init__(self, nk: NodeKinds, planner: Any, fits: Callable[[list[int]], bool],
-                 node_of: Callable[[int], str], deadline: float | None = None) -> None:
-        self.nk, self.planner, self.fits, self.node_of = nk, planner, fits, node_of
+                 node_of: Callable[[int], str], ruled: Ruled | None = None, deadline: float | None = None) -> None:
+        self.nk, self.planner, self.fits, self.node_of, self.ruled = nk, planner, fits, node_of, ruled
         self.memo: dict[Vector, tuple[float, Any]] = {}
+        self._bound: Any = None  # the rule-bound planner, once built
         self.deadline = deadline  # time.monotonic() of the command's time limit (None: none)
         self.skipped = 0  # vectors left unplanned (valued 0) because the time limit had run out
 
@@ -96,6 +133,11 @@ class Values:
             if devices and self.fits(devices):
                 try:
                     plan = self.planner(devices) if len(devices) <= REFINE_GPUS else self.planner.quick(devices)
+                    if self.ruled is not None and not self.ruled.admits(plan):
+                        plan = None
+                        if self._bound is None:
+                            self._bound = self.ruled.planner()
+                        plan = self._bound(devices)
                 except InfeasibleError:
                     plan = None
             self.memo[x] = (0.0 if plan is None else float(plan.serving.tokens_per_s), plan)
@@ -138,15 +180,27 @@ def layouts(counts: Vector, values: Values, max_machines: int | None) -> list[La
 
 def failure(counts: Vector, layout: Layout, values: Values, max_machines: int | None) -> Failure:
     """tokens/s of the best candidate without one machine of each kind (module doc)."""
+
+    def without(fewer: Vector) -> float:
+        try:
+            return best_layout(fewer, values, max_machines).tokens_per_s
+        except InfeasibleError:
+            return 0.0
+
+    return failure_of(values.nk, layout.tokens_per_s, values.node_of, without)
+
+
+def failure_of(nk: NodeKinds, tokens_per_s: float, node_of: Callable[[int], str],
+               without: Callable[[Vector], float]) -> Failure:
+    """The failure block of an answer of `tokens_per_s` on machines of kinds `nk`: for each kind,
+    `without(counts with one machine of that kind fewer)` (tokens/s of the best answer there,
+    0.0 when nothing serves); `node_of(device)` names a machine. Every failure block is built here
+    (the default answer's and partitioner.planning.failure's for explicit requests)."""
     losses = []
-    for k, n in enumerate(counts):
+    for k, n in enumerate(nk.counts):
         if n == 0:
             continue
-        fewer = tuple(c - (i == k) for i, c in enumerate(counts))
-        try:
-            got = best_layout(fewer, values, max_machines).tokens_per_s
-        except InfeasibleError:
-            got = 0.0
-        names = tuple(values.node_of(node[0]) for node in values.nk.kinds[k])
-        losses.append(Loss(values.nk.labels[k], names, got))
-    return Failure(layout.tokens_per_s, tuple(losses))
+        fewer = tuple(c - (i == k) for i, c in enumerate(nk.counts))
+        names = tuple(node_of(node[0]) for node in nk.kinds[k])
+        losses.append(Loss(nk.labels[k], names, without(fewer)))
+    return Failure(tokens_per_s, tuple(losses))
