@@ -161,20 +161,6 @@ def test_serve_search_under_vllm_keeps_only_points_the_engine_runs() -> None:
     assert res.points > len(res.frontier)  # points at other K were scored, none of them kept
 
 
-def test_readme_worked_example_is_current() -> None:
-    """The README's request-mix example is benchmarks/mix_example.py's output: its closed-form
-    rows are recomputed here (the simulated rows take minutes; the script prints them)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("mix_example", EX.parent / "benchmarks" / "mix_example.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    readme = (EX.parent / "README.md").read_text()
-    for line in mod.report(simulate=False).splitlines():
-        assert line in readme, line
-
-
 def test_token_budget_follows_the_engine_settings():
     """engine: as a mapping sets the engine's tokens per step (vLLM max_num_batched_tokens,
     SGLang chunked_prefill_size); without it the engine's default for the GPUs."""
