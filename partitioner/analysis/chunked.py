@@ -33,10 +33,11 @@ round trip. At most n steps fly with n requests (K is min(K, n) in the closed lo
 (I = 0) is the closed-loop decode period.
 
 TTFT = wait + first, first per prompt length (`_Circ.first`): the round trip of the step carrying
-it (circulation.tagged_trip, or the mean step's P plus the prompt's tokens on the bottleneck and,
-as far as the round trip binds, on every stage and hop, whichever is larger); a prompt cut into
-h > 1 chunks trails its first chunk's full step by h - 2 full steps' bottleneck time and its last
-chunk's last-stage time. wait: the budget queue (prompts first come first served for C - n_d
+it (circulation.tagged_trip, or the mean step's P plus the prompt's tokens on the bottleneck and
+every later stage and hop and, as far as the round trip binds, on the earlier ones, whichever is
+larger), plus the time the step launched before it still holds the first stage; a prompt cut
+into h > 1 chunks trails its first chunk's full step by h - 2 full steps' bottleneck time and its
+last chunk's last-stage time. wait: the budget queue (prompts first come first served for C - n_d
 tokens a step: M/G/1, Pollaczek-Khinchine); clients beyond the N slots, (M - N)/X (Little's law;
 with the budget binding M/X - (O - 1)·P); at a rate also the mean residual to the next step
 launch (circulation.launch_residual: returns come bunched behind prompt steps) and the wait for a
@@ -54,6 +55,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from partitioner.analysis.circulation import ahead, circulation, launch_residual, step_tokens, tagged_trip
+from partitioner.analysis.queues import budget_wait, mva_cycle, slot_wait
 from partitioner.errors import InputError
 
 __all__ = ["StepCost", "RequestMix", "EngineLimits", "MixServing", "steady_state", "histogram"]
@@ -186,18 +188,6 @@ def _step_scv(cost: StepCost, tau: np.ndarray, r: float, n_in2: float, C: float,
     return min(1.0, float(cost.per_token_s[b]) ** 2 * var / float(tau[b]) ** 2)
 
 
-def _mva_cycle(means: np.ndarray, delay: float, K: int) -> float:
-    """Exact MVA of a closed cyclic network, exponential FCFS stations of `means` plus a delay:
-    the cycle K/X(K) (Reiser & Lavenberg 1980)."""
-    q = np.zeros_like(means)
-    cycle = float(means.sum()) + delay
-    for k in range(1, K + 1):
-        resid = means * (1.0 + q)
-        cycle = float(resid.sum()) + delay
-        q = k * resid / cycle
-    return cycle
-
-
 def _fluid_cycle(cost: StepCost, K: int, r: float, mix: RequestMix, C: float) -> float:
     """P of the mean step, lifted towards exact MVA by the step times' spread (module doc)."""
     n_d, n_p = r * (mix.mean_output - 1.0), r * mix.mean_input
@@ -207,7 +197,7 @@ def _fluid_cycle(cost: StepCost, K: int, r: float, mix: RequestMix, C: float) ->
     if K == 1 or n_p <= 0:
         return det
     scv = _step_scv(cost, tau, r, mix.second_input, C, n_d, n_p)
-    return det + scv / (1.0 + scv) * max(0.0, _mva_cycle(tau, delay, K) - det)
+    return det + scv / (1.0 + scv) * max(0.0, mva_cycle(tau, delay, K) - det)
 
 
 class _Circ:
@@ -229,14 +219,17 @@ class _Circ:
         self.P = max(circulation(K, self.tau0, self.p, self.trip0, self.rho, self.X), _fluid_cycle(cost, K, r, mix, C))
 
     def _mean_step_own(self, k: np.ndarray) -> np.ndarray:
-        """Prompts of k tokens in the mean step: the fluid cycle P plus their tokens on the
-        bottleneck and, as far as the round trip binds, on the other stages and hops, less the
-        prefill they displace when the budget is full."""
+        """Prompts of k tokens in the mean step: the cycle P plus their tokens on the bottleneck
+        and every later stage and hop (no step ahead to wait for once past the bottleneck), and on
+        the earlier ones as far as the round trip binds, less the prefill they displace when the
+        budget is full."""
         tau = self.cost.stage_times(self.n_d, self.n_p)
-        p_b = float(self.p[int(tau.argmax())])
+        b = int(tau.argmax())
+        q = self.cost.hop_times(1.0, 0.0) - self.cost.hop_times(0.0, 0.0)
+        after = float(self.p[b:].sum() + q[b:].sum())
         trip = float(tau.sum() + self.cost.hop_times(self.n_d, self.n_p).sum()) + self.cost.return_s
         spare = 1.0 - min(1.0, self.n_p / self.cap)
-        return self.P + k * spare * (p_b + min(1.0, trip / self.P) * (self.rho - p_b))
+        return self.P + k * spare * (after + min(1.0, trip / self.P) * (self.rho - after))
 
     def first(self, mix: RequestMix) -> float:
         """Mean time from a prompt's first launch to its first token. One chunk (h = 1): the round
@@ -253,32 +246,11 @@ class _Circ:
         trip = tagged_trip(self.K, self.tau0, self.p, self.trip0, self.rho, self.X, head, self.cap, self.blocking)
         trip = np.maximum(trip, self._mean_step_own(head))
         trail = np.where(h > 1.0, (h - 2.0) * full + self.tau0[-1] + self.p[-1] * last, 0.0)
-        return float(w @ (trip + trail))
-
-
-def _budget_wait(r: float, n_in: float, n_in2: float, C: float, n_d: float, K: int, P: float) -> float:
-    """Mean wait for the token budget: prompts queue first come first served for the C - n_d
-    prefill tokens a step has, steps every P/K (M/G/1, Pollaczek-Khinchine)."""
-    cap = C - n_d
-    u = r * n_in / cap if cap > 0 else math.inf
-    if r <= 0 or n_in <= 0:
-        return 0.0
-    if u >= 1.0:
-        return math.inf
-    return r * n_in2 * P / (K * cap * cap * 2.0 * (1.0 - u))
-
-
-def _slot_wait(rate: float, hold: float, hold_scv: float, slots: int) -> float:
-    """Mean wait for one of `slots` request slots (max_num_seqs), each held `hold` seconds:
-    Erlang C with the Allen-Cunneen factor (1 + scv)/2 for the holding times' spread."""
-    a = rate * hold
-    if a >= slots:
-        return math.inf
-    erlang_b = 1.0
-    for k in range(1, slots + 1):
-        erlang_b = a * erlang_b / (k + a * erlang_b)
-    erlang_c = slots * erlang_b / (slots - a * (1.0 - erlang_b))
-    return erlang_c * hold / (slots - a) * (1.0 + hold_scv) / 2.0
+        # the step launched just before is still on the first stage when its time there exceeds
+        # the launch spacing Δ (circulation.ahead): the prompt's step waits that much before it starts
+        first_stage = self.tau0[0] + self.p[0] * self.X.x
+        start = float(self.X.pmf @ np.maximum(0.0, first_stage - float(self.tau0.max()))) if self.K > 1 else 0.0
+        return float(w @ (trip + trail)) + start
 
 
 def _closed(cost: StepCost, mix: RequestMix, lim: EngineLimits, M: float) -> MixServing:
@@ -296,7 +268,7 @@ def _closed(cost: StepCost, mix: RequestMix, lim: EngineLimits, M: float) -> Mix
         r_old, r = r, (0.5 * (r + r_new) if r else r_new)
         circ = _Circ(cost, K, r, mix, C)
         P = circ.P
-        wait = 0.0 if binding == "token_budget" else _budget_wait(r, n_in, n_in2, C, circ.n_d, K, P)
+        wait = 0.0 if binding == "token_budget" else budget_wait(r, n_in, n_in2, C, circ.n_d, K, P)
         first = wait + circ.first(mix)
         if abs(r - r_old) <= 1e-9 * r:
             break
@@ -328,12 +300,12 @@ def _open(cost: StepCost, mix: RequestMix, lim: EngineLimits, rate: float) -> Mi
     scv = _step_scv(cost, cost.stage_times(n_d, n_p), r, n_in2, C, n_d, n_p)
     launch = max(P / (2 * K) * (1.0 + scv),  # mean residual time to the next step launch
                  launch_residual(K, circ.tau0, circ.p, circ.trip0, circ.rho, circ.X))
-    first = launch + _budget_wait(r, n_in, n_in2, C, n_d, K, P) + circ.first(mix)
+    first = launch + budget_wait(r, n_in, n_in2, C, n_d, K, P) + circ.first(mix)
     hold = first + (n_out - 1.0) * P  # a slot's holding time
     running = rate * hold
     if not math.isfinite(first) or running >= lim.max_num_seqs:
         return None
-    queue = _slot_wait(rate, hold, (P * P * mix.var_output) / (hold * hold), lim.max_num_seqs)
+    queue = slot_wait(rate, hold, (P * P * mix.var_output) / (hold * hold), lim.max_num_seqs)
     return MixServing(P, first + queue, rate * n_out, rate * (n_out + n_in), rate, running, n_d, n_p,
                       _prefill_steps(n_in, C, n_d), "rate")
 
