@@ -33,9 +33,9 @@ round trip. At most n steps fly with n requests (K is min(K, n) in the closed lo
 (I = 0) is the closed-loop decode period.
 
 TTFT = wait + first, first per prompt length (`_Circ.first`): the round trip of the step carrying
-it (circulation.tagged_trip, or the mean step's P plus the prompt's tokens on the bottleneck and
-every later stage and hop and, as far as the round trip binds, on the earlier ones, whichever is
-larger), plus the time the step launched before it still holds the first stage; a prompt cut
+it (circulation.tagged_trip, or the mean step's P plus the prompt's tokens on the bottleneck, on
+the other stages and hops as far as the round trip binds, and half-way to all of them on the
+stages after the bottleneck: `_Circ._mean_step_own`; whichever is larger), plus the time the step launched before it still holds the first stage; a prompt cut
 into h > 1 chunks trails its first chunk's full step by h - 2 full steps' bottleneck time and its
 last chunk's last-stage time. wait: the budget queue (prompts first come first served for C - n_d
 tokens a step: M/G/1, Pollaczek-Khinchine); clients beyond the N slots, (M - N)/X (Little's law;
@@ -219,17 +219,20 @@ class _Circ:
         self.P = max(circulation(K, self.tau0, self.p, self.trip0, self.rho, self.X), _fluid_cycle(cost, K, r, mix, C))
 
     def _mean_step_own(self, k: np.ndarray) -> np.ndarray:
-        """Prompts of k tokens in the mean step: the cycle P plus their tokens on the bottleneck
-        and every later stage and hop (no step ahead to wait for once past the bottleneck), and on
-        the earlier ones as far as the round trip binds, less the prefill they displace when the
-        budget is full."""
+        """Prompts of k tokens in the mean step: the cycle P plus their tokens on the bottleneck,
+        on the earlier stages and hops as far as the round trip binds (share R/P), and on the later
+        ones half-way between that share and all of it (past the bottleneck the step ahead is one
+        bottleneck step ahead, which absorbs part: an interpolation matched to the simulator),
+        less the prefill they displace when the budget is full."""
         tau = self.cost.stage_times(self.n_d, self.n_p)
         b = int(tau.argmax())
         q = self.cost.hop_times(1.0, 0.0) - self.cost.hop_times(0.0, 0.0)
-        after = float(self.p[b:].sum() + q[b:].sum())
+        p_b, after = float(self.p[b]), float(self.p[b + 1:].sum() + q[b:].sum())
         trip = float(tau.sum() + self.cost.hop_times(self.n_d, self.n_p).sum()) + self.cost.return_s
+        share = min(1.0, trip / self.P)
         spare = 1.0 - min(1.0, self.n_p / self.cap)
-        return self.P + k * spare * (after + min(1.0, trip / self.P) * (self.rho - after))
+        extra = p_b + (1.0 + share) / 2.0 * after + share * (self.rho - p_b - after)
+        return self.P + k * spare * extra
 
     def first(self, mix: RequestMix) -> float:
         """Mean time from a prompt's first launch to its first token. One chunk (h = 1): the round
