@@ -4,11 +4,11 @@
 
 The even split over 8 stages (vLLM's default partition), engine vllm: K = PP = 8 micro-batches
 in flight, 16 requests each (max_num_seqs 128), vLLM's token budget on a 24 GB GPU (2048).
-Prompts and outputs of 512-1536 tokens (mean 1024, nine equally likely lengths each), at
+Prompts and outputs of 512-1536 tokens (mean 1024, every length equally likely), at
 saturation and at 4 concurrent clients. Prints the closed form (partitioner.analysis.chunked)
-beside the event-driven simulation (partitioner.simulate.chunked, 3000 requests, seed 0) and the
-decode-only numbers; the README table is this output (tests/test_engine_sched.py checks that the
-closed-form rows are current).
+beside the event-driven simulation (partitioner.simulate.chunked, seed 0: 1500 requests
+saturated, 150 with 4 clients) and the decode-only numbers; the README table is this output
+(tests/test_readme_serving.py checks every row).
 """
 
 from __future__ import annotations
@@ -22,10 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 EVEN = (0, 11, 21, 31, 41, 51, 61, 71, 82)  # embed + 10 decoders, 10 x 6, 10 + head (vLLM's even split)
 
 
-SPREAD = {int(x): 1.0 for x in range(512, 1537, 128)}  # 512, 640, ..., 1536: mean 1024
+SPREAD = dict.fromkeys(range(512, 1537), 1.0)  # every length 512..1536 equally likely: mean 1024
 
 
-def report(requests: int = 3000, simulate: bool = True) -> str:
+REQUESTS = {"saturated (128 slots)": 1500, "4 clients": 150}  # simulated requests per load
+
+
+def report(simulate: bool = True) -> str:
     from partitioner.analysis.chunked import EngineLimits
     from partitioner.costs import build_tables
     from partitioner.models import load_cluster, load_model
@@ -49,10 +52,14 @@ def report(requests: int = 3000, simulate: bool = True) -> str:
         assert got is not None
         rows = [("closed form", got.output_tokens_per_s, got.total_tokens_per_s, got.tpot_s, got.ttft_s)]
         if simulate:
-            sim = simulate_mix(cost, mix, lim, requests=requests, seed=0)
+            sim = simulate_mix(cost, mix, lim, requests=REQUESTS[label], seed=0)
             rows.append(("simulated", sim.output_tokens_per_s, sim.total_tokens_per_s, sim.tpot_s, sim.ttft_s))
         for source, out, total, tpot, ttft in rows:
             lines.append(f"{label:<22} {source:<12} {out:>9.1f} {total:>11.1f} {tpot * 1e3:>8.1f} {ttft * 1e3:>8.1f}")
+        if simulate:
+            (_, *model), (_, *sim_row) = rows
+            err = [f"{(a / b - 1) * 100:>+{w}.1f}%" for a, b, w in zip(model, sim_row, (8, 10, 7, 7), strict=True)]
+            lines.append(f"{label:<22} {'model - sim':<12} {' '.join(err)}")
     return "\n".join(lines)
 
 

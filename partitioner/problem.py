@@ -83,6 +83,7 @@ class CostTables:
                       llamacpp; then capacity_gb and weight_gb are the engine's view (costs/tables.py)
     phase, request_mix, token_budget, engine_id  the workload's phase and request mix, the
                       engine's tokens per step and its id (serving.score: chunked prefill)
+    schedule          the engine's scheduling settings (async scheduling, the user's max_num_seqs)
     gpus_per_row[g]   GPUs row g stands for (a tensor-parallel group's size); () = 1 each
     """
 
@@ -115,6 +116,7 @@ class CostTables:
     token_budget: int = 0  # tokens per engine step (chunked prefill; serving.engine_sched)
     engine_id: str = "generic"
     gpus_per_row: tuple[int, ...] = ()
+    schedule: Any = None  # serving.engine_sched.EngineSchedule: the engine's scheduling settings (None: engine_id's defaults)
 
     def gpus(self, rows: tuple[int, ...]) -> int:
         """GPUs the rows `rows` stand for (group sizes; one each without groups)."""

@@ -104,11 +104,11 @@ class Plan:
     def from_solution(cls, problem: Problem, solution: Solution) -> Plan:
         """Score `solution` on `problem` from scratch and name every stage."""
         from partitioner.serving import serving_of
-        from partitioner.serving.engine_sched import EngineSchedule, engine_in_flight
+        from partitioner.serving.engine_sched import engine_in_flight, schedule_of
 
         t = problem.tables
         m = evaluate(problem, solution.devices, solution.cuts)
-        k_engine = engine_in_flight(EngineSchedule(t.engine_id), len(solution.devices))  # vLLM/SGLang: PP depth
+        k_engine = engine_in_flight(schedule_of(t), len(solution.devices))  # vLLM/SGLang: PP depth
         st = t if k_engine is None or k_engine == t.in_flight else _replace(t, in_flight=k_engine)
         serving = serving_of(st, solution.devices, solution.cuts, m, problem.regime)
         kinds = t.kinds

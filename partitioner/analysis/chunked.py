@@ -1,50 +1,49 @@
 """Steady-state serving of a request mix under chunked prefill over a pipeline (closed form).
 
-The engine (vLLM V1, vllm-project/vllm commit 000fc94b): `Scheduler.schedule`
-(vllm/v1/core/sched/scheduler.py) fills one step under a token budget C
-(`max_num_batched_tokens`): running requests first, each one token when decoding or the rest of
-its prompt (capped by what is left of C) when prefilling, then waiting requests while fewer than
-N = `max_num_seqs` requests run in all; a request whose previous step is still in flight has no
-new token and is skipped. `EngineCore.step_with_batch_queue` (vllm/v1/engine/core.py) keeps K
-steps in flight (`VllmConfig.max_concurrent_batches`, vllm/config/vllm.py: the PP size) and
-schedules the next step whenever the oldest returns. A request's prompt is done in h steps; the
-step that finishes it samples its first token; each later step of it samples one more.
+The engine (vLLM 0.33.0): `Scheduler.schedule` (vllm/v1/core/sched/scheduler.py) fills one step
+under a token budget C (`max_num_batched_tokens`): running requests first, in admission order,
+each num_tokens - num_computed_tokens (one token when decoding, the rest of its prompt capped by
+what is left of C when prefilling; num_computed_tokens advances at schedule time, so a prompt's
+next chunk goes into the next step while a decoding request whose step is in flight gets none),
+then waiting requests while fewer than N = `max_num_seqs` requests run in all.
+`EngineCore.step_with_batch_queue` (vllm/v1/engine/core.py) keeps K steps in flight and schedules
+the next step whenever the oldest returns. The step that finishes a prompt samples its first
+token; each later step of the request samples one more.
 
 Step costs (`StepCost`): stage s takes a_s + b_s·n_d + p_s·n_p for a step of n_d decode and n_p
-prefill tokens, hop s takes e_s + q_s·(n_d + n_p), and the return d_ret. A step cycles once per
+prefill tokens, hop s takes e_s + q_s·(n_d + n_p), and the return d_ret. Per step r requests
+start (fluid): n_d = r·(O - 1) decode tokens and prompts of mean I; h = max(1, I / (C - n_d)).
 
-    P(n_d, n_p) = max(K·max_s(a_s + b_s n_d + p_s n_p), Σ_s(...) + Σ_s hops + d_ret)
-
-(partitioner.analysis.closed_loop.decode_period with the step's times). Per step (fluid):
-r requests start, n_d = r·(O-1), n_p = r·I, h = max(1, I / (C - n_d)) for mean prompt I and
-output O. With
-
-- concurrency M (closed loop, zero think time): n = min(M, N) run, r = n / (K·(h + O - 1)),
+- concurrency M (closed loop, zero think time): n = min(M, N) run, r = n·P / (K·(first + (O - 1)·P)),
   unless the budget binds (n_d + n_p > C): then r = C / (O - 1 + I);
-- request rate λ: r = λ·P / K, a fixed point (P is a maximum of affine functions of P);
-  overloaded when a slope reaches 1, the budget is exceeded or more than N would run;
+- request rate λ: r = λ·P / K, a fixed point; overloaded when the budget is exceeded or more
+  than N would run.
 
-the results are requests/s X = K·r/P, output tokens/s X·O, total tokens/s X·(I + O), and TPOT = P,
-which is vLLM's benchmark definition (latency - TTFT)/(output - 1) (vllm/benchmarks/serve.py
-`calculate_metrics`): a request's tokens after the first come one per cycle. At most n steps
-fly with n requests (K is min(K, n) in the closed loop). Decode only (I = 0) is P at n_p = 0,
-the closed-loop decode period.
+P, the mean time a step takes to come back, is a step's mean round trip in the circulation of
+the K steps (partitioner.analysis.circulation: prompt steps are many decode steps long and hold
+the steps behind them on every stage), and at least the fluid cycle of the mean step,
+max(K·τ_max, Στ + Σd + d_ret) at n_p = r·I, lifted towards exact mean value analysis of the
+cyclic network with exponential stations (Reiser & Lavenberg 1980) by the weight v/(1 + v), v
+the squared coefficient of variation of the bottleneck's step time (prompts per step Poisson:
+Var n_p = r·E[I²], capped by Bhatia-Davis at n_p·(C - n_d - n_p)): frequent small prompts queue
+there. The results are requests/s X = K·r/P, output tokens/s X·O, total tokens/s X·(I + O), and
+TPOT = P, which is vLLM's benchmark definition (latency - TTFT)/(output - 1)
+(vllm/benchmarks/serve.py `calculate_metrics`): a request's tokens after the first come one per
+round trip. At most n steps fly with n requests (K is min(K, n) in the closed loop). Decode only
+(I = 0) is the closed-loop decode period.
 
-Variable steps. Prompts make steps uneven (a step holds 0, 1 or more prompts). P above is the
-deterministic cycle; with squared coefficient of variation v of the bottleneck's step time
-(prompts per step Poisson: Var n_p = r·E[I²], capped by Bhatia-Davis at n_p·(C - n_d - n_p)),
-P moves towards the exact mean value analysis of the cyclic network with exponential stations
-(Reiser & Lavenberg 1980) by the weight v/(1 + v): an interpolation, chosen because it matches
-the simulator (tests/test_chunked_mix.py; README "Request mix").
-
-TTFT = wait + h·P + own, own = I·(p_b + min(1, R/P)·(Σp + Σq - p_b))·(1 - n_p/(C - n_d)): the
-steps carrying the prompt are heavier than the average by its tokens, on the bottleneck and, as
-far as the round trip binds, on every stage and hop, unless the budget is full anyway. wait: the
-budget queue (prompts first come first served for C - n_d tokens a step: M/G/1,
-Pollaczek-Khinchine); closed loop with a queue, Little's law M/X - (O - 1)·P instead; at a rate
-also the mean residual to the next step launch P/(2K)·(1 + v) and the wait for a free request
-slot (Erlang C over max_num_seqs slots, Allen-Cunneen factor for the holding times' spread).
-Checked against the event-driven simulator `partitioner.simulate.chunked` (tests).
+TTFT = wait + first, first per prompt length (`_Circ.first`): the round trip of the step carrying
+it (circulation.tagged_trip, or the mean step's P plus the prompt's tokens on the bottleneck, on
+the other stages and hops as far as the round trip binds, and half-way to all of them on the
+stages after the bottleneck: `_Circ._mean_step_own`; whichever is larger), plus the time the step launched before it still holds the first stage; a prompt cut
+into h > 1 chunks trails its first chunk's full step by h - 2 full steps' bottleneck time and its
+last chunk's last-stage time. wait: the budget queue (prompts first come first served for C - n_d
+tokens a step: M/G/1, Pollaczek-Khinchine); clients beyond the N slots, (M - N)/X (Little's law;
+with the budget binding M/X - (O - 1)·P); at a rate also the mean residual to the next step
+launch (circulation.launch_residual: returns come bunched behind prompt steps) and the wait for a
+free request slot (Erlang C over max_num_seqs slots, Allen-Cunneen factor for the holding times'
+spread). Checked against the event-driven simulator `partitioner.simulate.chunked`
+(tests/test_chunked_agreement.py, benchmarks/mix_agreement.py).
 """
 
 from __future__ import annotations
@@ -55,6 +54,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from partitioner.analysis.circulation import ahead, circulation, launch_residual, step_tokens, tagged_trip
+from partitioner.analysis.queues import budget_wait, mva_cycle, slot_wait
 from partitioner.errors import InputError
 
 __all__ = ["StepCost", "RequestMix", "EngineLimits", "MixServing", "steady_state", "histogram"]
@@ -179,18 +180,6 @@ def _prefill_steps(n_in: float, C: float, n_d: float) -> float:
     return 1.0 if n_in <= 0 else max(1.0, n_in / max(C - n_d, 1e-9))
 
 
-def _mva_cycle(means: np.ndarray, delay: float, K: int) -> float:
-    """Exact MVA of a closed cyclic network, exponential FCFS stations of `means` plus a delay:
-    the cycle K/X(K) (Reiser & Lavenberg 1980)."""
-    q = np.zeros_like(means)
-    cycle = float(means.sum()) + delay
-    for k in range(1, K + 1):
-        resid = means * (1.0 + q)
-        cycle = float(resid.sum()) + delay
-        q = k * resid / cycle
-    return K * cycle / K if K else cycle
-
-
 def _step_scv(cost: StepCost, tau: np.ndarray, r: float, n_in2: float, C: float, n_d: float, n_p: float) -> float:
     """Squared coefficient of variation of the bottleneck's step time: prompts per step are
     Poisson (variance r·E[I²] of n_p), capped by Bhatia-Davis for n_p in [0, C - n_d]."""
@@ -199,54 +188,72 @@ def _step_scv(cost: StepCost, tau: np.ndarray, r: float, n_in2: float, C: float,
     return min(1.0, float(cost.per_token_s[b]) ** 2 * var / float(tau[b]) ** 2)
 
 
-def _cycle(cost: StepCost, K: int, r: float, n_in: float, n_in2: float, n_out: float, C: float) -> float:
-    """P at r requests per step (module doc, "Variable steps")."""
-    n_d, n_p = r * (n_out - 1.0), r * n_in
+def _fluid_cycle(cost: StepCost, K: int, r: float, mix: RequestMix, C: float) -> float:
+    """P of the mean step, lifted towards exact MVA by the step times' spread (module doc)."""
+    n_d, n_p = r * (mix.mean_output - 1.0), r * mix.mean_input
     tau = cost.stage_times(n_d, n_p)
     delay = float(cost.hop_times(n_d, n_p).sum()) + cost.return_s
     det = max(K * float(tau.max()), float(tau.sum()) + delay)
     if K == 1 or n_p <= 0:
         return det
-    scv = _step_scv(cost, tau, r, n_in2, C, n_d, n_p)
-    return det + scv / (1.0 + scv) * max(0.0, _mva_cycle(tau, delay, K) - det)
+    scv = _step_scv(cost, tau, r, mix.second_input, C, n_d, n_p)
+    return det + scv / (1.0 + scv) * max(0.0, mva_cycle(tau, delay, K) - det)
 
 
-def _own(cost: StepCost, n_in: float, C: float, n_d: float, n_p: float, P: float) -> float:
-    """The extra latency of the steps carrying one prompt over an average step: its tokens on
-    the bottleneck stage, and on the other stages and hops as far as the round trip binds
-    (R/P of it), less the prefill it displaces when the budget is full."""
-    tau = cost.stage_times(n_d, n_p)
-    q = cost.hop_times(1.0, 0.0) - cost.hop_times(0.0, 0.0)
-    p_b = float(cost.per_token_s[int(tau.argmax())])
-    rest = float(np.sum(cost.per_token_s) + q.sum()) - p_b
-    trip = float(tau.sum() + cost.hop_times(n_d, n_p).sum()) + cost.return_s
-    spare = 1.0 - min(1.0, n_p / max(C - n_d, 1e-9))
-    return n_in * spare * (p_b + min(1.0, trip / P) * rest)
+class _Circ:
+    """The steps at r requests a step: P and a prompt's first-token time (module doc)."""
 
+    def __init__(self, cost: StepCost, K: int, r: float, mix: RequestMix, C: float) -> None:
+        self.cost, self.K, self.n_d = cost, K, r * (mix.mean_output - 1.0)
+        self.n_p = r * mix.mean_input
+        self.cap = max(C - self.n_d, 1.0)
+        self.tau0 = cost.stage_times(self.n_d, 0.0)
+        self.p = np.asarray(cost.per_token_s, dtype=float)
+        q = cost.hop_times(1.0, 0.0) - cost.hop_times(0.0, 0.0)
+        self.trip0 = float(self.tau0.sum() + cost.hop_times(self.n_d, 0.0).sum()) + cost.return_s
+        self.rho = float(self.p.sum() + q.sum())
+        sizes = np.array([k for k, _ in mix.input_tokens], dtype=float)
+        weights = np.array([w for _, w in mix.input_tokens])
+        self.X = step_tokens(r, sizes, weights, self.cap)
+        self.blocking = ahead(K, self.trip0, self.rho, self.X, self.tau0) if K > 1 else None
+        self.P = max(circulation(K, self.tau0, self.p, self.trip0, self.rho, self.X), _fluid_cycle(cost, K, r, mix, C))
 
-def _budget_wait(r: float, n_in: float, n_in2: float, C: float, n_d: float, K: int, P: float) -> float:
-    """Mean wait for the token budget: prompts queue first come first served for the C - n_d
-    prefill tokens a step has, steps every P/K (M/G/1, Pollaczek-Khinchine)."""
-    cap = C - n_d
-    u = r * n_in / cap if cap > 0 else math.inf
-    if r <= 0 or n_in <= 0:
-        return 0.0
-    if u >= 1.0:
-        return math.inf
-    return r * n_in2 * P / (K * cap * cap * 2.0 * (1.0 - u))
+    def _mean_step_own(self, k: np.ndarray) -> np.ndarray:
+        """Prompts of k tokens in the mean step: the cycle P plus their tokens on the bottleneck,
+        on the earlier stages and hops as far as the round trip binds (share R/P), and on the later
+        ones half-way between that share and all of it (past the bottleneck the step ahead is one
+        bottleneck step ahead, which absorbs part: an interpolation matched to the simulator),
+        less the prefill they displace when the budget is full."""
+        tau = self.cost.stage_times(self.n_d, self.n_p)
+        b = int(tau.argmax())
+        q = self.cost.hop_times(1.0, 0.0) - self.cost.hop_times(0.0, 0.0)
+        p_b, after = float(self.p[b]), float(self.p[b + 1:].sum() + q[b:].sum())
+        trip = float(tau.sum() + self.cost.hop_times(self.n_d, self.n_p).sum()) + self.cost.return_s
+        share = min(1.0, trip / self.P)
+        spare = 1.0 - min(1.0, self.n_p / self.cap)
+        extra = p_b + (1.0 + share) / 2.0 * after + share * (self.rho - p_b - after)
+        return self.P + k * spare * extra
 
-
-def _slot_wait(rate: float, hold: float, hold_scv: float, slots: int) -> float:
-    """Mean wait for one of `slots` request slots (max_num_seqs), each held `hold` seconds:
-    Erlang C with the Allen-Cunneen factor (1 + scv)/2 for the holding times' spread."""
-    a = rate * hold
-    if a >= slots:
-        return math.inf
-    erlang_b = 1.0
-    for k in range(1, slots + 1):
-        erlang_b = a * erlang_b / (k + a * erlang_b)
-    erlang_c = slots * erlang_b / (slots - a * (1.0 - erlang_b))
-    return erlang_c * hold / (slots - a) * (1.0 + hold_scv) / 2.0
+    def first(self, mix: RequestMix) -> float:
+        """Mean time from a prompt's first launch to its first token. One chunk (h = 1): the round
+        trip of its step, the larger of the circulation's (tagged_trip) and the mean step's. A cut
+        prompt (h > 1): vLLM schedules a running prompt's next chunk in the next step, so the
+        chunks trail the first (a full step) one full step's bottleneck time apart, and the last
+        adds its own last-stage time."""
+        full = max(self.P / self.K, float(np.max(self.tau0 + self.p * self.cap)))
+        k = np.array([k for k, _ in mix.input_tokens], dtype=float)
+        w = np.array([w for _, w in mix.input_tokens])
+        h = np.maximum(1.0, np.ceil(k / self.cap))
+        last = k - (h - 1.0) * self.cap
+        head = np.where(h > 1.0, self.cap, last)
+        trip = tagged_trip(self.K, self.tau0, self.p, self.trip0, self.rho, self.X, head, self.cap, self.blocking)
+        trip = np.maximum(trip, self._mean_step_own(head))
+        trail = np.where(h > 1.0, (h - 2.0) * full + self.tau0[-1] + self.p[-1] * last, 0.0)
+        # the step launched just before is still on the first stage when its time there exceeds
+        # the launch spacing Δ (circulation.ahead): the prompt's step waits that much before it starts
+        first_stage = self.tau0[0] + self.p[0] * self.X.x
+        start = float(self.X.pmf @ np.maximum(0.0, first_stage - float(self.tau0.max()))) if self.K > 1 else 0.0
+        return float(w @ (trip + trail)) + start
 
 
 def _closed(cost: StepCost, mix: RequestMix, lim: EngineLimits, M: float) -> MixServing:
@@ -255,22 +262,25 @@ def _closed(cost: StepCost, mix: RequestMix, lim: EngineLimits, M: float) -> Mix
     n = min(M, N)
     K = max(1, min(lim.in_flight, int(n)))  # a request is in one step at a time: at most n steps fly
     binding = "concurrency" if M <= N else "max_num_seqs"
-    h, r, P, first = 1.0, 0.0, cost.period(K, 0.0, 0.0), 0.0
-    for _ in range(100):  # r, h and P depend on each other: a fixed point, reached in a few rounds
+    r, P, first = 0.0, cost.period(K, 0.0, 0.0), 0.0
+    for _ in range(200):  # r, P and the TTFT depend on each other: a damped fixed point
         hold = first + (n_out - 1.0) * P  # a request's time in the engine: its TTFT plus n_out - 1 cycles
         r_new = n * P / (K * hold) if hold > 0 else C
         if r_new * (n_out - 1.0 + n_in) >= C:
             r_new, binding = C / (n_out - 1.0 + n_in), "token_budget"
-        r = 0.5 * (r + r_new) if r else r_new
-        n_d = r * (n_out - 1.0)
-        h = _prefill_steps(n_in, C, n_d)
-        P = _cycle(cost, K, r, n_in, n_in2, n_out, C)
-        wait = 0.0 if binding == "token_budget" else _budget_wait(r, n_in, n_in2, C, n_d, K, P)
-        first = wait + h * P + _own(cost, n_in, C, n_d, r * n_in, P)
+        r_old, r = r, (0.5 * (r + r_new) if r else r_new)
+        circ = _Circ(cost, K, r, mix, C)
+        P = circ.P
+        wait = 0.0 if binding == "token_budget" else budget_wait(r, n_in, n_in2, C, circ.n_d, K, P)
+        first = wait + circ.first(mix)
+        if abs(r - r_old) <= 1e-9 * r:
+            break
     X = K * r / P
-    ttft = first if binding == "concurrency" else M / X - (n_out - 1.0) * P  # Little's law with a queue
-    return MixServing(P, ttft, X * n_out, X * (n_out + n_in), X, min(n, X * (first + (n_out - 1.0) * P)), r * (n_out - 1.0), r * n_in,
-                      h, binding)
+    # clients beyond the slots queue: Little's law over them, (M - N)/X; with the budget binding,
+    # prompts also queue in the engine: M/X less the decode time
+    ttft = M / X - (n_out - 1.0) * P if binding == "token_budget" else first + max(0.0, M - N) / X
+    return MixServing(P, ttft, X * n_out, X * (n_out + n_in), X, min(n, X * (first + (n_out - 1.0) * P)),
+                      r * (n_out - 1.0), r * n_in, _prefill_steps(n_in, C, r * (n_out - 1.0)), binding)
 
 
 def _open(cost: StepCost, mix: RequestMix, lim: EngineLimits, rate: float) -> MixServing | None:
@@ -281,24 +291,26 @@ def _open(cost: StepCost, mix: RequestMix, lim: EngineLimits, rate: float) -> Mi
         r = rate * P / K
         if r * (n_out - 1.0 + n_in) > C:
             return None
-        P_new = _cycle(cost, K, r, n_in, n_in2, n_out, C)
+        P_new = _Circ(cost, K, r, mix, C).P
         if abs(P_new - P) <= 1e-12 * P_new:
             break
         P = P_new
     else:
         return None
     r = rate * P / K
+    circ = _Circ(cost, K, r, mix, C)
     n_d, n_p = r * (n_out - 1.0), r * n_in
-    h = _prefill_steps(n_in, C, n_d)
     scv = _step_scv(cost, cost.stage_times(n_d, n_p), r, n_in2, C, n_d, n_p)
-    launch = P / (2 * K) * (1.0 + scv)  # mean residual time to the next step launch
-    first = launch + _budget_wait(r, n_in, n_in2, C, n_d, K, P) + h * P + _own(cost, n_in, C, n_d, n_p, P)
+    launch = max(P / (2 * K) * (1.0 + scv),  # mean residual time to the next step launch
+                 launch_residual(K, circ.tau0, circ.p, circ.trip0, circ.rho, circ.X))
+    first = launch + budget_wait(r, n_in, n_in2, C, n_d, K, P) + circ.first(mix)
     hold = first + (n_out - 1.0) * P  # a slot's holding time
     running = rate * hold
     if not math.isfinite(first) or running >= lim.max_num_seqs:
         return None
-    queue = _slot_wait(rate, hold, (P * P * mix.var_output) / (hold * hold), lim.max_num_seqs)
-    return MixServing(P, first + queue, rate * n_out, rate * (n_out + n_in), rate, running, n_d, n_p, h, "rate")
+    queue = slot_wait(rate, hold, (P * P * mix.var_output) / (hold * hold), lim.max_num_seqs)
+    return MixServing(P, first + queue, rate * n_out, rate * (n_out + n_in), rate, running, n_d, n_p,
+                      _prefill_steps(n_in, C, n_d), "rate")
 
 
 def steady_state(cost: StepCost, mix: RequestMix, lim: EngineLimits) -> MixServing:

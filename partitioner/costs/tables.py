@@ -24,7 +24,7 @@ from partitioner.costs.roofline import Hardware, Shape, Work
 from partitioner.errors import ConfigError, InputError
 from partitioner.problem import CostTables
 
-__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "engine_pool",
+__all__ = ["build_tables", "link_arrays", "roofline_layers", "profile_layers", "select_engine", "engine_pool", "engine_flags",
            "engine_settings", "engine_capacity_gb", "serving_fields",
            "RETURN_BYTES_PER_SEQUENCE", "POOL_ENGINES"]
 
@@ -287,6 +287,10 @@ def build_tables(model: Any, cluster: Any, engine: Any = None) -> CostTables:
     budget = _settings_budget(pool, eng.id)
     if budget:
         fields["token_budget"] = budget
+    from partitioner.serving.engine_sched import schedule_from_settings
+
+    fields["schedule"] = schedule_from_settings(eng.id, None if pool is None else pool.settings,
+                                                engine_flags(model, cluster, eng.id), fields["token_budget"])
     return CostTables(
         kv_pool=pool,
         **layers,
@@ -307,6 +311,14 @@ def engine_settings(model: Any, cluster: Any, engine_id: str) -> Any:
     workload's context (vLLM's max_model_len: the plan's context, as its export passes it)."""
     from partitioner.models.engines import resolve_settings
 
+    flags = engine_flags(model, cluster, engine_id)
+    specs = [d.spec for d in cluster.devices]
+    return resolve_settings(engine_id, flags, min_visible_gib=min(sp.engine_visible_bytes for sp in specs) / 2**30,
+                            gpu_names=tuple(sp.name for sp in specs), context=int(model.workload.context))
+
+
+def engine_flags(model: Any, cluster: Any, engine_id: str) -> dict[str, Any]:
+    """The flags the user gave for `engine_id` in a mapping `engine:` (workload's over cluster's)."""
     flags: dict[str, Any] = {}
     sources = [(getattr(cluster, "engine", None), getattr(cluster, "engine_settings", None))]
     if not model.is_profile:
@@ -314,9 +326,7 @@ def engine_settings(model: Any, cluster: Any, engine_id: str) -> Any:
     for name, src in sources:
         if name == engine_id:  # the flags of another engine (overridden by engine=) do not apply
             flags.update(src or {})
-    specs = [d.spec for d in cluster.devices]
-    return resolve_settings(engine_id, flags, min_visible_gib=min(sp.engine_visible_bytes for sp in specs) / 2**30,
-                            gpu_names=tuple(sp.name for sp in specs), context=int(model.workload.context))
+    return flags
 
 
 def engine_pool(model: Any, cluster: Any, engine_id: str) -> Any:

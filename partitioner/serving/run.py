@@ -49,7 +49,7 @@ import numpy as np
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
 from partitioner.serving.capacity import sequence_cap
-from partitioner.serving.engine_sched import EngineSchedule, engine_in_flight, in_flight_grid
+from partitioner.serving.engine_sched import batch_cap, engine_in_flight, in_flight_grid, schedule_of
 from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
 from partitioner.serving.score import Serving, serving_of
 from partitioner.solvers.budget import Budget
@@ -193,7 +193,7 @@ class _Search:
         if exhaustive.applies(self, base):
             return exhaustive.every_split(self, B, base)
         r_lb = float(np.sum(base.cost.min(axis=0)))
-        if EngineSchedule(base.engine_id).scheduled:
+        if schedule_of(base).scheduled:
             return self.engine_batch(base, r_lb)
         K = 1
         while K == 1 or not self.timed_out():  # at least one point, whatever the clock says
@@ -224,18 +224,27 @@ class _Search:
         """vLLM / SGLang fix K by the pipeline depth (partitioner.serving.engine_sched, the hook):
         K runs over the engine's K of 1..G stages, and every split found is scored at the K its
         own stage count runs (a split of S' stages found at K != K(S') is re-scored at K(S')),
-        so every point kept is one the engine runs. False when nothing fits."""
-        sched = EngineSchedule(base.engine_id)
+        so every point kept is one the engine runs. A user's max_num_seqs caps the batch at
+        max_num_seqs // K (engine_sched.batch_cap): a K whose cap is below B is skipped. False
+        when nothing fits or no K admits B."""
+        sched = schedule_of(base)
+
+        def packs(K: int) -> bool:
+            cap = batch_cap(sched, K)
+            return cap is None or base.batch <= cap
+
         fits, seen = False, set()
         for K in in_flight_grid(sched, base.G, []):
             if fits and self.timed_out():
                 break
+            if not packs(K):
+                continue
             found = self.solve(with_in_flight(base, K), K)
             if found is None:
                 continue
             problem, sol = found
             k_engine = engine_in_flight(sched, len(sol.devices)) or K
-            if (sol.devices, sol.cuts, k_engine) in seen:
+            if (sol.devices, sol.cuts, k_engine) in seen or not packs(k_engine):
                 continue
             seen.add((sol.devices, sol.cuts, k_engine))
             if k_engine != K:

@@ -36,7 +36,7 @@ from partitioner.analysis.chunked import EngineLimits, MixServing, StepCost, ste
 from partitioner.analysis.closed_loop import decode_bound, decode_crossover, decode_period, prefill_ttft
 from partitioner.problem import CostTables, Metrics
 from partitioner.serving.capacity import capacity
-from partitioner.serving.engine_sched import SCHEDULED_ENGINES
+from partitioner.serving.engine_sched import SCHEDULED_ENGINES, batch_cap, batch_queue, schedule_of
 
 __all__ = ["Serving", "CHUNK_TOKENS", "serving_of", "return_latency", "step_cost", "PREFILL_PHASE_WARNING"]
 
@@ -71,6 +71,7 @@ class Serving:
     stage_memory: tuple[Any, ...] = ()  # costs.kvpool.StageMemory per stage (engine pool only)
     kv_note: str = ""
     token_budget: int = 0
+    batch_queue: int | None = None  # steps the engine keeps scheduled (vLLM max_concurrent_batches; engine_sched)
     mix: MixServing | None = None
     warnings: tuple[str, ...] = ()
 
@@ -114,6 +115,7 @@ class Serving:
             "tokens_per_s_per_user": num(self.tokens_per_s_per_user),
             **self._pool_dict(),
             **({"token_budget": self.token_budget} if self.token_budget else {}),
+            **({"batch_queue": self.batch_queue} if self.batch_queue is not None else {}),
             **({"mix": {k: num(v) if isinstance(v, float) else v for k, v in vars(self.mix).items()}} if self.mix else {}),
             **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
@@ -183,12 +185,18 @@ def serving_of(
     binding = "kv_capacity" if cap.max_sequences is not None and cap.max_sequences < B * K else bound
     ttft, chunked, C = _prefill(t, devices, cuts, regime, chunk_tokens)
     warnings: list[str] = [PREFILL_PHASE_WARNING] if t.phase == "prefill" else []
+    sched = schedule_of(t)
+    packed = batch_cap(sched, K)
+    if packed is not None and packed < B:
+        warnings.append(f"batch {B} x {K} in flight = {B * K} exceeds max_num_seqs {sched.max_num_seqs}: the engine "
+                        f"packs {packed} per micro-batch (search with --objective serve, or set batch <= {packed})")
     mix = None
     tokens, tpot = (K * B / P) if P > 0 else math.inf, P
     if t.request_mix is not None:
         if t.prefill_cost is None:
             warnings.append("the model has no prefill costs: prompts are scored as free")
-        mix = steady_state(step_cost(t, devices, cuts, m), t.request_mix, EngineLimits(K, B * K, max(1, t.token_budget)))
+        running = B * K if packed is None else min(B, packed) * K  # the engine's running requests (engine_sched)
+        mix = steady_state(step_cost(t, devices, cuts, m), t.request_mix, EngineLimits(K, running, max(1, t.token_budget)))
         tokens, tpot, ttft = mix.output_tokens_per_s, mix.tpot_s, mix.ttft_s
     return Serving(
         batch=B, in_flight=K, max_sequences=cap.max_sequences, context=t.context,
@@ -199,5 +207,5 @@ def serving_of(
         ttft_chunked_s=chunked, prefill_chunks=C, gpus=t.gpus(devices),
         kv_tokens=cap.kv_tokens, stage_memory=cap.memory, kv_note=cap.note,
         token_budget=t.token_budget if mix is not None or t.engine_id in SCHEDULED_ENGINES else 0,
-        mix=mix, warnings=tuple(warnings),
+        batch_queue=batch_queue(sched, len(devices)), mix=mix, warnings=tuple(warnings),
     )

@@ -4,11 +4,14 @@ An independent check of `partitioner.analysis.chunked` (its fluid closed form): 
 (Poisson at a rate, or a closed loop of clients), an engine schedules steps as vLLM V1 does and
 the steps flow through S stages, K at a time.
 
-- Scheduler (vllm/v1/core/sched/scheduler.py `Scheduler.schedule`, vLLM commit 000fc94b): a step
-  holds at most C tokens. Running requests first, in admission order: a decoding request gets 1
-  token, a prefilling one the rest of its prompt capped by what is left of C; a request whose
-  previous step is still in flight is skipped. Then waiting requests, first come first served,
-  while fewer than N requests run in all and tokens are left (a prompt may be cut: chunked).
+- Scheduler (vllm/v1/core/sched/scheduler.py `Scheduler.schedule`, vLLM 0.33.0): a step holds at
+  most C tokens. Running requests first, in admission order, each num_tokens - num_computed_tokens
+  capped by what is left of C, where num_computed_tokens advances when a step is scheduled
+  (`_update_after_schedule`): a prefilling request gets the next chunk of its prompt even while
+  its previous chunk is in flight; a decoding request gets 1 token, and none (num_new_tokens == 0,
+  skipped) while its previous step, or its prompt's last chunk, is in flight. Then waiting
+  requests, first come first served, while fewer than N (`max_num_seqs`) requests run in all and
+  tokens are left (a prompt may be cut: chunked).
 - Engine loop (vllm/v1/engine/core.py `EngineCore.step_with_batch_queue`): while fewer than K
   steps are in flight the loop schedules again at once (an empty schedule takes a queue slot and
   returns at once, so the loop spins and picks arrivals up); with K in flight it blocks on the
@@ -58,40 +61,43 @@ class _Engine:
         self.q = list(cost.hop_per_token_s or [0.0] * (cost.stages - 1))
         self.prompt, self.output = prompt.tolist(), output.tolist()
         n = len(prompt)
-        self.done = [0] * n  # prompt tokens computed
+        self.done = [0] * n  # prompt tokens computed (returned)
+        self.sched = [0] * n  # prompt tokens scheduled (vLLM's num_computed_tokens, advanced at schedule time)
         self.made = [0] * n  # output tokens sampled
-        self.busy = [False] * n  # in an in-flight step
+        self.busy = [0] * n  # in-flight steps holding the request
         self.first = [float("nan")] * n
         self.finish = [float("nan")] * n
         self.waiting: deque[int] = deque()
         self.running: dict[int, None] = {}  # admission order
         self.free = [0.0] * cost.stages
-        self.steps: dict[int, list[tuple[int, int]]] = {}
+        self.steps: dict[int, list[tuple[int, int, bool]]] = {}
         self.flying = 0
         self.tokens: list[tuple[float, int, int]] = []  # (time, output tokens, prompt tokens) per return
 
-    def build(self) -> list[tuple[int, int]]:
+    def build(self) -> list[tuple[int, int, bool]]:
+        """One step's (request, tokens, prefill?) under the budget (module doc, "Scheduler")."""
         budget, items = self.lim.token_budget, []
         for q in self.running:
             if budget <= 0:
                 break
-            if self.busy[q]:
-                continue
-            rest = self.prompt[q] - self.done[q]
+            rest = self.prompt[q] - self.sched[q]
+            if rest <= 0 and self.busy[q]:
+                continue  # decoding (or its last chunk) in flight: no new token yet
             take = min(rest, budget) if rest > 0 else 1
-            items.append((q, take))
+            items.append((q, take, rest > 0))
             budget -= take
         while self.waiting and budget > 0 and len(self.running) < self.lim.max_num_seqs:
             q = self.waiting.popleft()
             take = min(self.prompt[q], budget)
             self.running[q] = None
-            items.append((q, take))
+            items.append((q, take, True))
             budget -= take
         return items
 
-    def launch(self, now: float, items: list[tuple[int, int]], events: list[tuple[float, int, str, int]], sid: int) -> None:
-        n_d = sum(1 for q, _ in items if self.done[q] >= self.prompt[q])
-        n_p = sum(take for q, take in items if self.done[q] < self.prompt[q])
+    def launch(self, now: float, items: list[tuple[int, int, bool]], events: list[tuple[float, int, str, int]],
+               sid: int) -> None:
+        n_d = sum(1 for _, _, pre in items if not pre)
+        n_p = sum(take for _, take, pre in items if pre)
         t = now
         last = self.cost.stages - 1
         for s in range(last + 1):
@@ -99,8 +105,10 @@ class _Engine:
             self.free[s] = t
             if s < last:
                 t += self.e[s] + self.q[s] * (n_d + n_p)
-        for q, _ in items:
-            self.busy[q] = True
+        for q, take, pre in items:
+            self.busy[q] += 1
+            if pre:
+                self.sched[q] += take
         self.steps[sid] = items
         self.flying += 1
         heapq.heappush(events, (t + self.cost.return_s, sid, "return", sid))
@@ -108,12 +116,12 @@ class _Engine:
     def returned(self, now: float, sid: int) -> list[int]:
         """Apply a step's tokens; the requests it finished."""
         self.flying -= 1
-        ended, out, pre = [], 0, 0
-        for q, take in self.steps.pop(sid):
-            self.busy[q] = False
-            if self.done[q] < self.prompt[q]:
+        ended, out, prompt_tokens = [], 0, 0
+        for q, take, prefill in self.steps.pop(sid):
+            self.busy[q] -= 1
+            if prefill:
                 self.done[q] += take
-                pre += take
+                prompt_tokens += take
                 if self.done[q] < self.prompt[q]:
                     continue
                 self.first[q] = now
@@ -123,7 +131,7 @@ class _Engine:
                 self.finish[q] = now
                 del self.running[q]
                 ended.append(q)
-        self.tokens.append((now, out, pre))
+        self.tokens.append((now, out, prompt_tokens))
         return ended
 
 
