@@ -64,7 +64,7 @@ def test_tp_auto_is_never_below_tp_node_or_off() -> None:
 
 def test_floor_requests_follow_the_search_space() -> None:
     req = PlanRequest(_model(7.0), _cluster(CLUSTER42_LIKE), replicas=None)
-    assert [label for label, _ in floor_requests(req, "auto")] == ["--tp node", "--replicas 1", "--tp off"]
+    assert [label for label, _ in floor_requests(req, "auto")] == ["--replicas 1", "--tp node", "--tp off"]
     assert [label for label, _ in floor_requests(req, "off")] == ["--replicas 1"]
     single = PlanRequest(_model(7.0), _cluster(CLUSTER24_LIKE), replicas=None)
     assert [label for label, _ in floor_requests(single, "auto")] == ["--replicas 1", "--tp off"]  # no multi-GPU machine

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +40,7 @@ from partitioner.deploy.greedy import _greedy
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.deploy.replica_result import ReplicaSearch, Value, _place, _Stop
 from partitioner.errors import InfeasibleError, InputError, SolverError
+from partitioner.solvers.budget import now
 
 __all__ = ["search_replicas", "MAX_VECTORS"]
 
@@ -77,7 +77,7 @@ def search_replicas(
     from partitioner import interrupts
     from partitioner.deploy.seeds import kind_seeds
 
-    start = time.perf_counter()
+    start = now()
     N = nk.counts
     seeds = kind_seeds(N, lambda x: fits(nk.devices(x)) and bound(nk.devices(x)) > 0) if seed and replicas is None else []
     if math.prod(n + 1 for n in N) > MAX_STATES and hasattr(bound, "vectors") and len(N) <= MAX_MASK_KINDS:
@@ -119,7 +119,7 @@ def search_replicas(
 
     def v(x: tuple[int, ...]) -> float:
         if x not in memo:
-            if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+            if time_limit_s is not None and now() - start > time_limit_s:
                 raise _Stop("time_limit")
             mark = interrupts.count()
             try:
@@ -178,7 +178,7 @@ def search_replicas(
     return ReplicaSearch(
         vectors=order, plans=plans, total=total, optimal=optimal,
         upper_bound=total if optimal else max(top, total), solved=len(memo),
-        wall_time_s=time.perf_counter() - start, stopped=stopped,
+        wall_time_s=now() - start, stopped=stopped,
     )
 
 

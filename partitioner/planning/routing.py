@@ -65,7 +65,8 @@ def kind(request: PlanRequest) -> Literal["pipeline", "deployment"]:
 def route(request: PlanRequest, progress: Progress | None = None) -> Plan | Deployment:
     """Plan `request` (module doc): a `Plan` for one pipeline (also of TP groups), else a `Deployment`;
     both carry the plan JSON's input fields (model id, workload, hosts). A deployment request is
-    never answered below its floors (partitioner.planning.floors), solved first."""
+    never answered below its floors (partitioner.planning.floors), solved first; the whole-cluster
+    floor is the search's whole-cluster replica too (not solved twice)."""
     return _route(request, progress or Progress(), {})
 
 
@@ -82,6 +83,8 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
         if progress.note is not None:
             progress.note(line)
     model, cluster = request.model, request.cluster
+    if tp == "auto" and max(_node_sizes(cluster)) == 1:  # TP groups stay inside a machine: "auto" is "off"
+        tp = "off"
     key = (request.replicas, tp)
     if key in memo:
         return memo[key]
@@ -105,7 +108,8 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
     try:
         if interrupts.since(mark):
             raise KeyboardInterrupt
-        result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas)
+        whole = next((r for label, r in floors if label == "--replicas 1" and isinstance(r, Plan)), None)
+        result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas, known=whole)
     except KeyboardInterrupt:  # Ctrl-C: the best floor so far, not proven (none: the CLI says so)
         if not floors:
             raise
