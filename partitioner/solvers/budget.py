@@ -1,7 +1,7 @@
 """The one budget type: a wall-clock cap and a count of work, and one incumbent for a whole solve.
 
 `Budget(limit_s, progress)` starts the clock (None: no wall-clock cap). `work` counts the
-solve's steps (`check()` calls) and `work_limit` stops it after that many, so that a solve
+solve's steps (`check()` calls, or `spend(n)` for a step of n cells) and `work_limit` stops it after that many, so that a solve
 without the user's wall-clock limit ends at the same point on an idle and on a loaded machine;
 `partitioner.planning.request.PlanRequest` carries one as the whole request's budget. Solver phases call `check()` between steps (it
 raises `TimeUp` past the deadline), `offer(problem, devices, cuts)` for every plan they find,
@@ -77,7 +77,13 @@ class Budget:
         return max(self.deadline - clock(), 0.0)
 
     def check(self) -> None:
-        self.work += 1
+        self.spend(1)
+
+    def spend(self, steps: int) -> None:
+        """`check()` after `steps` units of work (a search whose steps differ in size counts its
+        cells, e.g. partitioner.solvers.dp.subsets), so `work_limit` stops it at the same point on
+        any machine."""
+        self.work += int(steps)
         if self.work_limit is not None and self.work > self.work_limit:
             raise TimeUp
         if self.deadline is not None and clock() > self.deadline:
