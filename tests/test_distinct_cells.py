@@ -13,7 +13,7 @@ from partitioner.solvers.budget import Budget
 from partitioner.solvers.dp import distinct, subsets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from instances import random_problem  # noqa: E402
+from instances import random_problem
 
 
 def _problem(objective: str) -> object:

@@ -16,6 +16,7 @@ from partitioner.models.llm import ModelSpec
 from partitioner.planning.floors import best_of, floor_requests
 from partitioner.planning.request import PlanRequest, ServeLimits
 from partitioner.planning.routing import route
+from partitioner.result import Plan
 
 BASE = {"a100-40gb": 1.4e-3, "l4": 7.0e-3, "t4": 7.5e-3}
 LINKS = {"intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}
@@ -196,3 +197,21 @@ def test_the_search_reuses_the_whole_cluster_floor(monkeypatch: pytest.MonkeyPat
     auto = route(req)
     assert isinstance(auto, Deployment) and auto.tokens_per_s > 0
     assert everything not in asked  # --tp auto on one-GPU machines is --tp off: its floor is the pipeline search
+
+
+def test_the_whole_cluster_floor_bound_caps_the_search_bound() -> None:
+    """The pipeline floor's serve bound (tokens/s no plan on every device beats) is a valid bound
+    for every replica on a subset of the devices, so the search's bound never exceeds what the
+    replicas' own bounds allow; and it is never below the floor's own tokens/s."""
+    from partitioner.planning.routing import _serve_upper
+
+    req = PlanRequest(_model(9.0), _cluster(CLUSTER24_LIKE), objective="serve", limits=ServeLimits(max_batch=16))
+    one = route(dataclasses.replace(req, replicas=1))
+    assert isinstance(one, Plan)
+    upper = _serve_upper(one)
+    assert math.isfinite(upper) and upper >= _tps(one) * (1 - 1e-12)
+    assert upper == pytest.approx(_tps(one)) if one.optimal else upper > _tps(one)
+    assert _serve_upper(dataclasses.replace(one, lower_bound=0.0)) == math.inf  # a cut-short search bounds nothing
+    auto = route(dataclasses.replace(req, replicas=None))
+    assert isinstance(auto, Deployment) and auto.tokens_per_s >= _tps(one) * (1 - 1e-9)
+    assert auto.upper_bound_tokens_per_s >= auto.tokens_per_s * (1 - 1e-9)

@@ -171,13 +171,15 @@ def plan_deployment(
 
 
 def plan_request(request: PlanRequest, progress: Callable[..., None] | None = None,
-                 known: Plan | None = None) -> Plan | Deployment:
+                 known: Plan | None = None, known_upper: float = math.inf) -> Plan | Deployment:
     """A Plan (replicas == 1) or a Deployment; module doc. `engine` (presets/engines.yaml)
     overrides the files' `engine:` in the cost model (its overheads), and one that takes a single
     TP degree for every stage (its record's `tensor_parallel: uniform`) turns tp "auto" into "uniform".
     `known`: the whole cluster's one-replica plan of this request, already solved with the budget
     `--replicas 1` gets (partitioner.planning.floors): the search takes it as its whole-cluster
-    replica instead of solving that one again with what is left of the budget.
+    replica instead of solving that one again with what is left of the budget (serve objective; the
+    other objectives value a replica by another inner problem than their one-replica plan), and
+    `known_upper` its proven upper bound on tokens/s (inf: none), which caps every subset's bound.
 
     Time: every solve is limited in work as without a limit; the request's budget (`--time-limit`)
     is a wall-clock cap on the whole command, read from its clock (partitioner.solvers.budget.now),
@@ -263,8 +265,8 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
         kept = [g for g in devices if g not in dropped]
         return float(base.capacity_gb[kept].sum()) * (1 + 1e-9) >= need
 
-    if known is not None and known.feasible:  # the whole-cluster floor: this search's whole-cluster replica
-        serve_value.know(list(range(len(cluster.devices))), known)
+    if serve and known is not None and known.feasible:  # the whole-cluster floor: the search's whole-cluster replica
+        serve_value.know(list(range(len(cluster.devices))), known, known_upper)
     nk = node_kinds(cluster)
     split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
                       allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)

@@ -41,13 +41,14 @@ class ReplicaPlanner:
         self._partial: set[int] = set()
         self._known: dict[frozenset[int], Any] = {}
 
-    def know(self, devices: list[int], plan: Any) -> None:
+    def know(self, devices: list[int], plan: Any, upper: float = math.inf) -> None:
         """`plan` is the answer for `devices` (asked as here), solved elsewhere with at least the
         budget a solve here gets (the whole-cluster floor): returned for them, full or quick,
-        with its tokens/s as upper bound where it is proven (else none)."""
+        with `upper` (tokens/s no plan on them beats) as its bound, or its tokens/s where it is
+        proven."""
         self._known[frozenset(devices)] = plan
         tps = float(plan.serving.tokens_per_s) if getattr(plan, "serving", None) is not None else 0.0
-        self._uppers[id(plan)] = tps if getattr(plan, "optimal", False) else math.inf
+        self._uppers[id(plan)] = tps if getattr(plan, "optimal", False) else max(tps, upper)
 
     def _run(self, devices: list[int], quick: bool) -> Any:
         if frozenset(devices) in self._known:

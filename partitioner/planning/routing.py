@@ -109,7 +109,8 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
         if interrupts.since(mark):
             raise KeyboardInterrupt
         whole = next((r for label, r in floors if label == "--replicas 1" and isinstance(r, Plan)), None)
-        result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas, known=whole)
+        result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas, known=whole,
+                              known_upper=_serve_upper(whole) if tp == "off" else math.inf)
     except KeyboardInterrupt:  # Ctrl-C: the best floor so far, not proven (none: the CLI says so)
         if not floors:
             raise
@@ -128,6 +129,15 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
         result = with_metadata(result, model, cluster)
     memo[key] = best_of(result, floors, request.objective == "serve", cluster)
     return memo[key]
+
+
+def _serve_upper(plan: Plan | None) -> float:
+    """The tokens/s no plan beats, of a one-pipeline serve plan (`_pipeline`: its lower bound is
+    the seconds per token of the serve search's upper bound, partitioner.serving.points); inf
+    where there is none."""
+    if plan is None or plan.objective != "serve" or plan.serving is None or not plan.lower_bound > 0:
+        return math.inf
+    return max(1.0 / float(plan.lower_bound), float(plan.serving.tokens_per_s))
 
 
 def _stopped(floors: list[tuple[str, Plan | Deployment]], request: PlanRequest, exc: Any) -> Plan | Deployment:
