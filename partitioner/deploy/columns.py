@@ -212,9 +212,11 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                               f"before it found {replicas} replicas (gap unknown); raise --time-limit")
         if replicas is not None and any(t > 0 for t, _ in solved.values()):
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
-        if stopped:  # out of time is not impossibility
-            raise SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
+        if stopped:  # out of time is not impossibility; the LP bound so far still holds
+            err = SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
                               "raise --time-limit")
+            err.upper_bound = best_bound  # type: ignore[attr-defined]
+            raise err
         raise InfeasibleError("no set of nodes can hold the model as one pipeline")
     ordered = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, ordered, k, memo, value, cluster) for k in range(len(ordered))]

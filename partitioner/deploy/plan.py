@@ -269,14 +269,15 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
         serve_value.know(list(range(len(cluster.devices))), known, known_upper)
     nk = node_kinds(cluster)
     split = NodeSplit(nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
-                      allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
+                      allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None,
+                      cap=known_upper if serve and known is not None else math.inf)
     try:
         found = search_replicas(nk, split.value, replicas=count, fits=fits, bound=split, fluid=bound.fluid,
                                 time_limit_s=left(), progress=progress, upper_of=split.upper_of, cluster=cluster,
                                 quick=split.quick, complete=split.complete, seed=serve)
     except SolverError as exc:  # stopped before an answer: say so with the bound that holds
         usable = [g for g in range(len(cluster.devices)) if g not in dropped]
-        raise SearchStopped(str(exc), float(bound.fluid(usable))) from None
+        raise SearchStopped(str(exc), min(float(bound.fluid(usable)), float(getattr(exc, "upper_bound", math.inf)))) from None
     except InfeasibleError as exc:
         if count is not None or "stopped" not in str(exc):
             raise  # a proof of infeasibility, or a fixed replica count: not a budget that ran out

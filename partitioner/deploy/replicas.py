@@ -161,9 +161,11 @@ def search_replicas(
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
         if replicas is not None and vectors and not stopped:  # some set holds one, none splits into N (as columns.py)
             raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
-        if stopped:  # out of time is not impossibility
-            raise SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
+        if stopped:  # out of time is not impossibility; the recursion over the bounds still bounds
+            err = SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
                               "raise --time-limit")
+            err.upper_bound = max(0.0, F(N, _r(N, replicas))[0]) if exact else math.inf  # type: ignore[attr-defined]
+            raise err
         raise InfeasibleError("no set of nodes can hold the model as one pipeline")
     order = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, order, k, memo, value, cluster) for k in range(len(order))]
