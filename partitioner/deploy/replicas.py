@@ -79,6 +79,10 @@ def search_replicas(
 
     start = now()
     N = nk.counts
+    if time_limit_s is not None and time_limit_s <= 0:  # the command's limit ran out before the search began
+        if not fits(nk.devices(N)):  # not even every node together holds the model: that is proven
+            raise InfeasibleError("no set of nodes can hold the model as one pipeline")
+        raise SolverError("not proven: the search stopped (time_limit) before a replica was solved; raise --time-limit")
     seeds = kind_seeds(N, lambda x: fits(nk.devices(x)) and bound(nk.devices(x)) > 0) if seed and replicas is None else []
     if math.prod(n + 1 for n in N) > MAX_STATES and hasattr(bound, "vectors") and len(N) <= MAX_MASK_KINDS:
         from partitioner.deploy.columns import search_columns

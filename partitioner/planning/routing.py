@@ -97,8 +97,8 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
     mark = interrupts.count()  # Ctrl-C during the floors: no later floor nor the search starts
     floors: list[tuple[str, Plan | Deployment]] = []
     for label, sub in floor_requests(request, tp):  # solved first, in a fixed order (module doc of floors)
-        if interrupts.since(mark):
-            break
+        if interrupts.since(mark) or (floors and _expired(request)):
+            break  # Ctrl-C, or the limit spent on earlier floors: no later floor starts (the limit is a cap)
         try:
             floors.append((label, _route(sub, Progress(), memo)))
         except KeyboardInterrupt:
@@ -129,6 +129,11 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
         result = with_metadata(result, model, cluster)
     memo[key] = best_of(result, floors, request.objective == "serve", cluster)
     return memo[key]
+
+
+def _expired(request: PlanRequest) -> bool:
+    """Whether the request's wall-clock cap has passed (never without one)."""
+    return request.budget.deadline is not None and request.budget.left(1.0) <= 0.0
 
 
 def _serve_upper(plan: Plan | None) -> float:
