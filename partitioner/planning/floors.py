@@ -18,9 +18,10 @@ so a floor whose work fits in the time it is given is the answer its own request
 same limit, on an idle or a loaded machine. The replica search then reuses the whole-cluster
 floor as its whole-cluster replica (partitioner.deploy.plan `known`) instead of solving it again
 with what is left. On machines of one GPU each `--tp auto` is `--tp off` (TP groups stay inside
-a machine, partitioner.costs.groups), so routing plans it as that, once. A limit that expires
-after a floor answers the best floor, not proven, with the search's finite fluid bound
-(partitioner.planning.routing).
+a machine, partitioner.costs.groups), so routing plans it as that, once. The limit stays a cap:
+once earlier floors have spent it no later floor starts (so a floor after the first holds only
+where the limit leaves it its work), and a limit that expires after a floor answers the best
+floor, not proven, with the search's finite bound (partitioner.planning.routing).
 
 Deployments and serve plans are compared by decode tokens/s; plans of the lexicographic
 objectives (balanced, throughput, makespan) by their objective key (less is better).
