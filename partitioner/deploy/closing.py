@@ -12,11 +12,12 @@ program and the replicas' placing.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from partitioner.solvers.budget import now
 
 CLOSE_ROUNDS = 40  # integer programs over the filtered columns (each followed by the solves it asks for)
 MAX_IP_COLUMNS = 50_000
@@ -72,7 +73,7 @@ def _close(X: np.ndarray, u: np.ndarray, solved: dict[int, tuple[float, Any]], s
 
 def _late(start: float, time_limit_s: float | None, reserve: float = 0.0) -> bool:
     """Past the time limit, less `reserve` of it kept for the final integer program and placing."""
-    return time_limit_s is not None and time.perf_counter() - start > time_limit_s * (1 - reserve)
+    return time_limit_s is not None and now() - start > time_limit_s * (1 - reserve)
 
 
 def _ip(X: np.ndarray, u: np.ndarray, N: tuple[int, ...], replicas: int | None, start: float,
@@ -93,11 +94,10 @@ def _ip(X: np.ndarray, u: np.ndarray, N: tuple[int, ...], replicas: int | None, 
     m.maximize(sum(math.ceil(float(ui) * scale) * y for ui, y in zip(u, ys, strict=True)))
     sat = cp_model.CpSolver()
     sat.parameters.num_workers = 1
-    if time_limit_s is None:  # no wall-clock limit: one in work, the same on any machine (cpsat.search doc)
-        sat.parameters.max_deterministic_time = IP_SECONDS
-    else:
-        left = time_limit_s - (time.perf_counter() - start)
-        sat.parameters.max_time_in_seconds = max(0.5, min(IP_SECONDS, left))
+    # limited in work, the same on any machine (cpsat.search doc); a user's limit caps the wall clock
+    sat.parameters.max_deterministic_time = IP_SECONDS
+    if time_limit_s is not None:
+        sat.parameters.max_time_in_seconds = max(0.5, min(IP_SECONDS, time_limit_s - (now() - start)))
     status = sat.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
@@ -125,10 +125,9 @@ def _integer(X: np.ndarray, solved: dict[int, tuple[float, Any]], N: tuple[int, 
     m.maximize(sum(round(t * scale) * y for (_, t), y in zip(cols, ys, strict=True)))
     sat = cp_model.CpSolver()
     sat.parameters.num_workers = 1
-    if time_limit_s is None:  # no wall-clock limit: one in work, the same on any machine (cpsat.search doc)
-        sat.parameters.max_deterministic_time = 10.0
-    else:
-        sat.parameters.max_time_in_seconds = min(10.0, max(0.2, time_limit_s - (time.perf_counter() - start)))
+    sat.parameters.max_deterministic_time = 10.0  # in work; a user's limit caps the wall clock (as _ip)
+    if time_limit_s is not None:
+        sat.parameters.max_time_in_seconds = min(10.0, max(0.2, time_limit_s - (now() - start)))
     if sat.solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [], 0.0
     chosen = [tuple(int(a) for a in X[i]) for (i, _), y in zip(cols, ys, strict=True) for _ in range(sat.value(y))]

@@ -30,7 +30,6 @@ program, the closing of the gap and the time reserve, partitioner.deploy.closing
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +39,7 @@ from partitioner.deploy import closing
 from partitioner.deploy.closing import _close, _integer
 from partitioner.deploy.pricing import _Master, _tail
 from partitioner.errors import InfeasibleError, InputError, SolverError
+from partitioner.solvers.budget import now
 
 __all__ = ["search_columns", "MAX_COLUMNS", "count_vectors"]
 
@@ -95,7 +95,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
     from partitioner.deploy.replica_result import ReplicaSearch, _place
     from partitioner.deploy.seeds import seed_deployment
 
-    start = time.perf_counter()
+    start = now()
     N = tuple(nk.counts)
     Nv = np.array(N)
     c = _size_cap(N, max_columns)
@@ -212,13 +212,15 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
                               f"before it found {replicas} replicas (gap unknown); raise --time-limit")
         if replicas is not None and any(t > 0 for t, _ in solved.values()):
             raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
-        if stopped:  # out of time is not impossibility
-            raise SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
+        if stopped:  # out of time is not impossibility; the LP bound so far still holds
+            err = SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
                               "raise --time-limit")
+            err.upper_bound = best_bound  # type: ignore[attr-defined]
+            raise err
         raise InfeasibleError("no set of nodes can hold the model as one pipeline")
     ordered = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, ordered, k, memo, value, cluster) for k in range(len(ordered))]
     optimal = not stopped and best_bound <= total * (1 + 1e-9) and all(getattr(p, "optimal", False) for p in plans)
     return ReplicaSearch(vectors=ordered, plans=plans, total=total, optimal=optimal,
                          upper_bound=total if optimal else max(best_bound, total), solved=len(solved),
-                         wall_time_s=time.perf_counter() - start, stopped=stopped)
+                         wall_time_s=now() - start, stopped=stopped)

@@ -11,13 +11,13 @@ proven: the upper bound is the fluid bound of the whole cluster, B·Σ_g r_g / L
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.deploy.replica_result import ReplicaSearch, Value, _place, _Stop
 from partitioner.errors import InfeasibleError, SolverError
+from partitioner.solvers.budget import now
 
 GREEDY_WIDTH = 12
 
@@ -85,4 +85,4 @@ def _greedy(nk: NodeKinds, N: tuple[int, ...], vectors: list[tuple[int, ...]], *
     every = [g for k, nodes in enumerate(nk.kinds) for node in nodes for g in node]
     top = fluid(every) if fluid is not None else math.inf
     return ReplicaSearch(vectors=chosen, plans=plans, total=total, optimal=False, upper_bound=max(top, total),
-                         solved=len(memo), wall_time_s=time.perf_counter() - start, stopped=stopped or "greedy")
+                         solved=len(memo), wall_time_s=now() - start, stopped=stopped or "greedy")

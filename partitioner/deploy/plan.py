@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from partitioner.problem import CostTables, Problem, evaluate, objective_key
 from partitioner.registry import TP_MODES
 from partitioner.result import Plan
 from partitioner.serving.run import _d_ret_lb
+from partitioner.solvers.budget import now
 
 __all__ = ["plan_request", "plan_deployment", "SearchStopped", "TP_MODES", "parse_replicas"]
 
@@ -170,10 +170,20 @@ def plan_deployment(
     return plan_request(request, progress)
 
 
-def plan_request(request: PlanRequest, progress: Callable[..., None] | None = None) -> Plan | Deployment:
+def plan_request(request: PlanRequest, progress: Callable[..., None] | None = None,
+                 known: Plan | None = None, known_upper: float = math.inf) -> Plan | Deployment:
     """A Plan (replicas == 1) or a Deployment; module doc. `engine` (presets/engines.yaml)
     overrides the files' `engine:` in the cost model (its overheads), and one that takes a single
-    TP degree for every stage (its record's `tensor_parallel: uniform`) turns tp "auto" into "uniform"."""
+    TP degree for every stage (its record's `tensor_parallel: uniform`) turns tp "auto" into "uniform".
+    `known`: the whole cluster's one-replica plan of this request, already solved with the budget
+    `--replicas 1` gets (partitioner.planning.floors): the search takes it as its whole-cluster
+    replica instead of solving that one again with what is left of the budget (serve objective; the
+    other objectives value a replica by another inner problem than their one-replica plan), and
+    `known_upper` its proven upper bound on tokens/s (inf: none), which caps every subset's bound.
+
+    Time: every solve is limited in work as without a limit; the request's budget (`--time-limit`)
+    is a wall-clock cap on the whole command, read from its clock (partitioner.solvers.budget.now),
+    and each replica gets what is left of it, the whole-cluster one included (no share of it)."""
     from partitioner import solvers
     from partitioner.costs import build_tables
     from partitioner.costs.tables import select_engine
@@ -185,7 +195,7 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
 
     model, cluster, engine, solver, M, regime = (request.model, request.cluster, request.engine, request.solver,
                                                  request.M, request.regime)
-    count, objective, time_limit_s = request.replicas, request.objective, request.time_limit_s
+    count, objective = request.replicas, request.objective
     tpot_ms, ttft_ms, max_batch = request.limits.tpot_ms, request.limits.ttft_ms, request.limits.max_batch
     tp = request.tp or ("auto" if getattr(cluster, "tp", None) is not None else "off")
     base = build_tables(model, cluster, engine=engine)
@@ -202,12 +212,17 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
     if serve:  # the solvers' inner problem of the serve objective (serving.search)
         objective = "throughput"
 
-    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+    budget = request.budget
+
+    def left() -> float | None:
+        """What is left of the whole command's wall-clock cap (None: none)."""
+        return None if budget.deadline is None else max(0.0, budget.deadline - now())
 
     def make(t: CostTables) -> Problem:
         """Each solve gets what is left of the whole command's time limit."""
-        left = None if deadline is None else max(MIN_SOLVE_S, deadline - time.monotonic())
-        return Problem(t, M=M, regime=regime, objective=objective, order=order_, time_limit_s=left)  # type: ignore[arg-type]
+        rest = left()
+        return Problem(t, M=M, regime=regime, objective=objective, order=order_,  # type: ignore[arg-type]
+                       time_limit_s=None if rest is None else max(MIN_SOLVE_S, rest))
 
     def solve(p: Problem) -> Any:
         from partitioner import interrupts
@@ -228,13 +243,11 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
         return dataclasses.replace(plan, notes=(*head, *tp_notes(plan)))
 
     if serve:  # each replica its own batch and in-flight count (partitioner.deploy.serve)
-        from partitioner.deploy.serve import REPLICA_SHARE, serve_inputs
+        from partitioner.deploy.serve import serve_inputs
 
         serve_value, bound = serve_inputs(model, cluster, tp=tp, engine=engine, regime=regime, order=order_,
                                           solver=solver, tpot_ms=tpot_ms, ttft_ms=ttft_ms, max_batch=max_batch,
-                                          deadline=deadline, launch=launch,
-                                          replica_s=None if time_limit_s is None or count == 1
-                                          else max(1.0, REPLICA_SHARE * time_limit_s))
+                                          left=left, launch=launch)
         serve_value = _only_usable(serve_value, dropped, engine)
         if count == 1:
             plan: Plan = serve_value(list(range(len(cluster.devices))))
@@ -252,26 +265,28 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
         kept = [g for g in devices if g not in dropped]
         return float(base.capacity_gb[kept].sum()) * (1 + 1e-9) >= need
 
+    if serve and known is not None and known.feasible:  # the whole-cluster floor: the search's whole-cluster replica
+        serve_value.know(list(range(len(cluster.devices))), known, known_upper)
     units = search_units(cluster, count, tp, fits)
     if units.note:
         head.append(units.note)
     nk = units.kinds
     split: Any = serve_value if units.gpus or count is not None else NodeSplit(
         nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
-        allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None)
-    left = None if deadline is None else max(0.0, deadline - time.monotonic())  # the whole command's limit
+        allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None,
+        cap=known_upper if serve and known is not None else math.inf)
     try:  # GPU units: a later replica is planned again on its own GPUs (a relabelled plan could break
         # the listed order or an engine's rank order where GPU kinds interleave in a machine)
         found = search_replicas(nk, split.value, replicas=count, fits=units.fits,
                                 bound=bound if split is serve_value else split, fluid=bound.fluid,
-                                time_limit_s=left, progress=progress,
+                                time_limit_s=left(), progress=progress,
                                 upper_of=getattr(split, "upper_of", getattr(split, "upper", None)),
                                 cluster=None if units.gpus else cluster,
                                 quick=getattr(split, "quick", None), complete=getattr(split, "complete", None),
                                 seed=serve)
     except SolverError as exc:  # stopped before an answer: say so with the bound that holds
         usable = [g for g in range(len(cluster.devices)) if g not in dropped]
-        raise SearchStopped(str(exc), float(bound.fluid(usable))) from None
+        raise SearchStopped(str(exc), min(float(bound.fluid(usable)), float(getattr(exc, "upper_bound", math.inf)))) from None
     except InfeasibleError as exc:
         if count is not None or "stopped" not in str(exc):
             raise  # a proof of infeasibility, or a fixed replica count: not a budget that ran out

@@ -39,8 +39,20 @@ class ReplicaPlanner:
         self._solve, self._keep = solve, keep
         self._uppers: dict[int, float] = {}
         self._partial: set[int] = set()
+        self._known: dict[frozenset[int], Any] = {}
+
+    def know(self, devices: list[int], plan: Any, upper: float = math.inf) -> None:
+        """`plan` is the answer for `devices` (asked as here), solved elsewhere with at least the
+        budget a solve here gets (the whole-cluster floor): returned for them, full or quick,
+        with `upper` (tokens/s no plan on them beats) as its bound, or its tokens/s where it is
+        proven."""
+        self._known[frozenset(devices)] = plan
+        tps = float(plan.serving.tokens_per_s) if getattr(plan, "serving", None) is not None else 0.0
+        self._uppers[id(plan)] = tps if getattr(plan, "optimal", False) else max(tps, upper)
 
     def _run(self, devices: list[int], quick: bool) -> Any:
+        if frozenset(devices) in self._known:
+            return self._known[frozenset(devices)]
         plan, upper, complete = self._solve(self._keep(devices) if self._keep else devices, quick)
         self._uppers[id(plan)] = upper if math.isfinite(upper) else math.inf
         if not complete:
@@ -64,7 +76,7 @@ class ReplicaPlanner:
     def restricted(self, keep: Callable[[list[int]], list[int]]) -> ReplicaPlanner:
         """The same planner on `keep(devices)` only (its plans' bounds recorded in this one too)."""
         out = ReplicaPlanner(self._solve, keep)
-        out._uppers, out._partial = self._uppers, self._partial
+        out._uppers, out._partial, out._known = self._uppers, self._partial, self._known
         return out
 
 

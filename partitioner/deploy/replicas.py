@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +40,7 @@ from partitioner.deploy.greedy import _greedy
 from partitioner.deploy.kinds import NodeKinds
 from partitioner.deploy.replica_result import ReplicaSearch, Value, _place, _Stop
 from partitioner.errors import InfeasibleError, SolverError
+from partitioner.solvers.budget import now
 
 __all__ = ["search_replicas", "MAX_VECTORS"]
 
@@ -77,8 +77,12 @@ def search_replicas(
     from partitioner import interrupts
     from partitioner.deploy.seeds import kind_seeds
 
-    start = time.perf_counter()
+    start = now()
     N = nk.counts
+    if time_limit_s is not None and time_limit_s <= 0:  # the command's limit ran out before the search began
+        if not fits(nk.devices(N)):  # not even every node together holds the model: that is proven
+            raise InfeasibleError("no set of nodes can hold the model as one pipeline")
+        raise SolverError("not proven: the search stopped (time_limit) before a replica was solved; raise --time-limit")
     seeds = kind_seeds(N, lambda x: fits(nk.devices(x)) and bound(nk.devices(x)) > 0) if seed and replicas is None else []
     if math.prod(n + 1 for n in N) > MAX_STATES and hasattr(bound, "vectors") and len(N) <= MAX_MASK_KINDS:
         from partitioner.deploy.columns import search_columns
@@ -119,7 +123,7 @@ def search_replicas(
 
     def v(x: tuple[int, ...]) -> float:
         if x not in memo:
-            if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+            if time_limit_s is not None and now() - start > time_limit_s:
                 raise _Stop("time_limit")
             mark = interrupts.count()
             try:
@@ -160,9 +164,11 @@ def search_replicas(
         if replicas is not None and vectors:
             # some set holds one, none splits into N (as columns.py): one error type, whatever was solved first
             raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
-        if stopped:  # out of time is not impossibility
-            raise SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
+        if stopped:  # out of time is not impossibility; the recursion over the bounds still bounds
+            err = SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
                               "raise --time-limit")
+            err.upper_bound = max(0.0, F(N, _r(N, replicas))[0]) if exact else math.inf  # type: ignore[attr-defined]
+            raise err
         raise InfeasibleError("no set of nodes can hold the model as one pipeline")
     order = sorted(chosen, key=lambda x: -memo[x][0])
     plans = [_place(nk, order, k, memo, value, cluster) for k in range(len(order))]
@@ -177,7 +183,7 @@ def search_replicas(
     return ReplicaSearch(
         vectors=order, plans=plans, total=total, optimal=optimal,
         upper_bound=total if optimal else max(top, total), solved=len(memo),
-        wall_time_s=time.perf_counter() - start, stopped=stopped,
+        wall_time_s=now() - start, stopped=stopped,
     )
 
 

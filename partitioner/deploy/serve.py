@@ -20,8 +20,10 @@ with every inner split solved by the exact DP where it applies and otherwise by 
 that the answer does not depend on the machine's load. It bounds nothing (the batches it skips
 may do better: its upper bound is infinite, the column keeps its cheap bound), and a column the
 LP keeps using is solved fully later.
-Each replica's search gets at most `replica_s` seconds, so one large replica (CP-SAT on dozens of
-heterogeneous rows) cannot spend the whole command's time limit. Each replica's search prunes
+Each replica's search is limited in work as without a time limit (its inner solves: CP-SAT's
+deterministic time, the DP's counts; the search's fixed solve counts), so every replica, the
+whole-cluster one included, gets the budget a one-replica plan gets, and a user's `--time-limit`
+only caps the wall clock (`left`: what is left of the whole command's). Each replica's search prunes
 the batches that cannot beat its best so far and starts at the batch the previous replica chose
 (partitioner.serving.run, "Pruning": the best plan and the bound are unchanged by it).
 """
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
+from collections.abc import Callable
 from typing import Any
 
 from partitioner.costs.groups import Group, candidate_groups, disjoint, group_tables
@@ -40,9 +42,7 @@ from partitioner.deploy.replica_result import ReplicaPlanner
 from partitioner.errors import InfeasibleError, SolverError
 from partitioner.problem import CostTables
 
-__all__ = ["ServeUnits", "serve_planner", "SeedRule", "REPLICA_SHARE"]
-
-REPLICA_SHARE = 0.1  # of the command's time limit: the most one replica's full serve search may take
+__all__ = ["ServeUnits", "serve_planner", "SeedRule"]
 
 
 class SeedRule:
@@ -98,8 +98,8 @@ class ServeUnits:
 
 
 def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
-                  limits: Any, batches: list[int] | None, deadline: float | None,
-                  launch: Any = None, replica_s: float | None = None) -> ReplicaPlanner:
+                  limits: Any, batches: list[int] | None, left: Callable[[], float | None],
+                  launch: Any = None) -> ReplicaPlanner:
     """devices -> the replica's serve Plan (module doc); `.upper(plan)` its tokens/s upper bound,
     `.quick(devices)` the plan without CP-SAT, `.complete(plan)` False for a quick plan a full
     search may improve. `launch` (partitioner.deploy.launch): every solve keeps to the orders
@@ -126,9 +126,8 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         rows = units.rows(devices)
         if not rows:
             return None
-        left = None if deadline is None else max(0.1, deadline - time.monotonic())
-        if replica_s is not None:
-            left = replica_s if left is None else min(left, replica_s)
+        rest = left()
+        rest = None if rest is None else max(0.1, rest)
         rule = None if launch is None else launch.on_rows([units.groups[r].members for r in rows])
         grid = batches
         if quick:
@@ -138,7 +137,7 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         mark = interrupts.count()
         try:
             res = search(lambda B: select_rows(units.tables(B)[1], rows), grid, regime=regime, order=order,
-                         solver=solver, limits=limits, time_limit_s=left, rule=rule, prune=True, start=last[0])
+                         solver=solver, limits=limits, time_limit_s=rest, rule=rule, prune=True, start=last[0])
         except (InfeasibleError, SolverError):  # nothing found within the limits on these rows
             return None
         if interrupts.since(mark):  # the serve search kept its best on Ctrl-C: the replica search stops too
@@ -189,9 +188,14 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
 
 def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
                  tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None,
-                 deadline: float | None, launch: Any = None,
-                 replica_s: float | None = None) -> tuple[ReplicaPlanner, Any]:
-    """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`."""
+                 left: Callable[[], float | None] | None = None, launch: Any = None,
+                 deadline: float | None = None) -> tuple[ReplicaPlanner, Any]:
+    """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`;
+    `left()` the seconds left of the command's wall-clock cap, or a `deadline` on time.monotonic."""
+    if left is None:
+        import time
+
+        left = (lambda: None) if deadline is None else (lambda: max(0.0, deadline - time.monotonic()))
     from partitioner.costs import build_tables
     from partitioner.deploy.bound_inputs import for_serve
     from partitioner.planning.serve_limits import serve_limits
@@ -199,8 +203,7 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
 
     limits, batches = serve_limits(model, tpot_ms, ttft_ms, max_batch)
     planner = serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order, solver=solver,
-                            limits=limits, batches=batches, deadline=deadline, launch=launch,
-                            replica_s=replica_s)
+                            limits=limits, batches=batches, left=left, launch=launch)
     grid = serve_grid(batches, max_batch)
     bound = for_serve(model, cluster, lambda B: build_tables(model.with_batch(B, 1), cluster, engine=engine), grid,
                       tp, engine, monotone=batches is None)

@@ -83,9 +83,13 @@ class NodeSplit:
 
     def __init__(self, nk: Any, cluster: Any, value: Callable[[list[int]], Any], bound: Any,
                  upper_of: Callable[[Any], float] | None, fits: Callable[[list[int]], bool],
-                 allowed: Callable[[tuple[int, ...]], tuple[int, ...] | None] = lambda node: None) -> None:
-        """`allowed(node)`: the part sizes a node may be split into (None: any)."""
+                 allowed: Callable[[tuple[int, ...]], tuple[int, ...] | None] = lambda node: None,
+                 cap: float = math.inf) -> None:
+        """`allowed(node)`: the part sizes a node may be split into (None: any); `cap`: tokens/s no
+        replica on any of the cluster's devices beats (the whole cluster's proven bound: a plan on
+        fewer devices is a plan on all of them), which caps every bound (monotonicity)."""
         self.nk, self.cluster, self.inner, self.bound_inner = nk, cluster, value, bound
+        self.cap = float(cap)
         self.upper_inner = upper_of or (lambda p: math.inf)
         self.fits, self.allowed = fits, allowed
         self.node_kind = {tuple(sorted(node)): k for k, nodes in enumerate(nk.kinds) for node in nodes}
@@ -119,14 +123,14 @@ class NodeSplit:
     def __call__(self, devices: list[int]) -> float:
         k = self.node_kind.get(tuple(sorted(devices)))
         base = float(self.bound_inner(devices))
-        return max(base, self.split_ub[k]) if k in self.split_ub else base
+        return min(self.cap, max(base, self.split_ub[k]) if k in self.split_ub else base)
 
     def joint(self, devices: list[int]) -> float:
         """The inner bound's memory-aware one (kvbound), the packing bound for a lone node."""
         k = self.node_kind.get(tuple(sorted(devices)))
         inner = getattr(self.bound_inner, "joint", self.bound_inner)
         base = float(inner(devices))
-        return max(base, self.split_ub[k]) if k in self.split_ub else base
+        return min(self.cap, max(base, self.split_ub[k]) if k in self.split_ub else base)
 
     def vectors(self, X: np.ndarray) -> np.ndarray:
         u = self.bound_inner.vectors(X)
@@ -134,7 +138,7 @@ class NodeSplit:
         for k, ub in self.split_ub.items():
             rows = single & (X[:, k] == 1)
             u[rows] = np.maximum(u[rows], ub)
-        return u
+        return np.minimum(u, self.cap)
 
     # -- value --------------------------------------------------------------------------------
     def value(self, devices: list[int]) -> Any:

@@ -114,7 +114,8 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
 
     def inputs(rule: Any) -> Any:  # the planner of serve_inputs, without its bound (never used here)
         return serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order_, solver=solver,
-                             limits=limits, batches=batches, deadline=deadline, launch=rule)
+                             limits=limits, batches=batches, launch=rule,
+                             left=lambda: None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     base = build_tables(model.with_batch(1, 1), cluster, engine=engine)
     need = float((base.memory_gb if base.weight_gb is None else base.weight_gb).sum())

@@ -9,11 +9,19 @@ seed deployments are floors inside the replica search (partitioner.deploy.seeds)
 the best of the search's answer and its floors; the search's upper bound still holds (its space
 contains every floor), so the gap is measured against it.
 
-Budget: the floors and then the search share the request's one budget in this order: `--tp node`
-(one exact row per machine, the cheapest), the whole cluster as one replica, `--tp off`. Without
-`--time-limit` every CP-SAT step is limited in work, so each floor is the answer its own request
-gives and the floors hold; under a wall-clock limit each gets what earlier ones left, so only
-the first is guaranteed then (benchmarks/spine.py prints each floor beside the answer).
+Budget: the floors and then the search share the request's one budget in this order: the whole
+cluster as one replica first, with exactly the budget `--replicas 1` gets alone (it starts the
+run, on the same clock and deadline), then `--tp node` (one exact row per machine, cheap) and
+`--tp off`. Every solve is limited in work (CP-SAT's deterministic time, the DP's state and cell
+counts, the serve search's fixed solve counts), with `--time-limit` only a wall-clock cap on top,
+so a floor whose work fits in the time it is given is the answer its own request gives under the
+same limit, on an idle or a loaded machine. The replica search then reuses the whole-cluster
+floor as its whole-cluster replica (partitioner.deploy.plan `known`) instead of solving it again
+with what is left. On machines of one GPU each `--tp auto` is `--tp off` (TP groups stay inside
+a machine, partitioner.costs.groups), so routing plans it as that, once. The limit stays a cap:
+once earlier floors have spent it no later floor starts (so a floor after the first holds only
+where the limit leaves it its work), and a limit that expires after a floor answers the best
+floor, not proven, with the search's finite bound (partitioner.planning.routing).
 
 Deployments and serve plans are compared by decode tokens/s; plans of the lexicographic
 objectives (balanced, throughput, makespan) by their objective key (less is better).
@@ -38,6 +46,8 @@ Result = Plan | Deployment
 def floor_requests(request: PlanRequest, tp: str) -> list[tuple[str, PlanRequest]]:
     """(label, request) of each floor of a deployment request whose TP mode resolved to `tp`."""
     out: list[tuple[str, PlanRequest]] = []
+    if request.replicas is None:  # the whole cluster as one replica, with the budget it gets alone: first
+        out.append(("--replicas 1", dataclasses.replace(request, replicas=1, tp=tp)))
     if tp == "auto":
         from partitioner.costs.tables import select_engine
 
@@ -46,11 +56,8 @@ def floor_requests(request: PlanRequest, tp: str) -> list[tuple[str, PlanRequest
         uniform = select_engine(request.model, request.cluster, request.engine).tensor_parallel == "uniform"
         # whole machines as TP groups: in the search space when some machine has several GPUs, and
         # for an engine of one TP degree (which plans "auto" as "uniform") only when all have as many
-        if max(sizes) > 1 and (not uniform or len(sizes) == 1):  # first: one exact row per machine, cheap
+        if max(sizes) > 1 and (not uniform or len(sizes) == 1):  # one exact row per machine, cheap
             out.append(("--tp node", dataclasses.replace(request, tp="node")))
-    if request.replicas is None:  # the whole cluster as one replica, with the budget it gets alone
-        out.append(("--replicas 1", dataclasses.replace(request, replicas=1, tp=tp)))
-    if tp == "auto":
         out.append(("--tp off", dataclasses.replace(request, tp="off")))
     return out
 

@@ -65,7 +65,8 @@ def kind(request: PlanRequest) -> Literal["pipeline", "deployment"]:
 def route(request: PlanRequest, progress: Progress | None = None) -> Plan | Deployment:
     """Plan `request` (module doc): a `Plan` for one pipeline (also of TP groups), else a `Deployment`;
     both carry the plan JSON's input fields (model id, workload, hosts). A deployment request is
-    never answered below its floors (partitioner.planning.floors), solved first."""
+    never answered below its floors (partitioner.planning.floors), solved first; the whole-cluster
+    floor is the search's whole-cluster replica too (not solved twice)."""
     return _route(request, progress or Progress(), {})
 
 
@@ -82,6 +83,8 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
         if progress.note is not None:
             progress.note(line)
     model, cluster = request.model, request.cluster
+    if tp == "auto" and max(_node_sizes(cluster)) == 1:  # TP groups stay inside a machine: "auto" is "off"
+        tp = "off"
     key = (request.replicas, tp)
     if key in memo:
         return memo[key]
@@ -94,8 +97,8 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
     mark = interrupts.count()  # Ctrl-C during the floors: no later floor nor the search starts
     floors: list[tuple[str, Plan | Deployment]] = []
     for label, sub in floor_requests(request, tp):  # solved first, in a fixed order (module doc of floors)
-        if interrupts.since(mark):
-            break
+        if interrupts.since(mark) or (floors and _expired(request)):
+            break  # Ctrl-C, or the limit spent on earlier floors: no later floor starts (the limit is a cap)
         try:
             floors.append((label, _route(sub, Progress(), memo)))
         except KeyboardInterrupt:
@@ -105,7 +108,9 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
     try:
         if interrupts.since(mark):
             raise KeyboardInterrupt
-        result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas)
+        whole = next((r for label, r in floors if label == "--replicas 1" and isinstance(r, Plan)), None)
+        result = plan_request(dataclasses.replace(request, tp=tp), progress=progress.replicas, known=whole,
+                              known_upper=_serve_upper(whole) if tp == "off" else math.inf)
     except KeyboardInterrupt:  # Ctrl-C: the best floor so far, not proven (none: the CLI says so)
         if not floors:
             raise
@@ -124,6 +129,20 @@ def _route(request: PlanRequest, progress: Progress, memo: Memo) -> Plan | Deplo
         result = with_metadata(result, model, cluster)
     memo[key] = best_of(result, floors, request.objective == "serve", cluster)
     return memo[key]
+
+
+def _expired(request: PlanRequest) -> bool:
+    """Whether the request's wall-clock cap has passed (never without one)."""
+    return request.budget.deadline is not None and request.budget.left(1.0) <= 0.0
+
+
+def _serve_upper(plan: Plan | None) -> float:
+    """The tokens/s no plan beats, of a one-pipeline serve plan (`_pipeline`: its lower bound is
+    the seconds per token of the serve search's upper bound, partitioner.serving.points); inf
+    where there is none."""
+    if plan is None or plan.objective != "serve" or plan.serving is None or not plan.lower_bound > 0:
+        return math.inf
+    return max(1.0 / float(plan.lower_bound), float(plan.serving.tokens_per_s))
 
 
 def _stopped(floors: list[tuple[str, Plan | Deployment]], request: PlanRequest, exc: Any) -> Plan | Deployment:

@@ -1,7 +1,7 @@
 """The one budget type: a wall-clock cap and a count of work, and one incumbent for a whole solve.
 
 `Budget(limit_s, progress)` starts the clock (None: no wall-clock cap). `work` counts the
-solve's steps (`check()` calls) and `work_limit` stops it after that many, so that a solve
+solve's steps (`check()` calls, or `spend(n)` for a step of n cells) and `work_limit` stops it after that many, so that a solve
 without the user's wall-clock limit ends at the same point on an idle and on a loaded machine;
 `partitioner.planning.request.PlanRequest` carries one as the whole request's budget. Solver phases call `check()` between steps (it
 raises `TimeUp` past the deadline), `offer(problem, devices, cuts)` for every plan they find,
@@ -29,12 +29,19 @@ from partitioner.problem import Metrics, Problem, Solution, evaluate, lex_compar
 
 DEFAULT_TIME_LIMIT_S = 10.0  # the whole search's wall clock when Problem.time_limit_s is None (auto, CP-SAT)
 
-__all__ = ["clock", "Budget", "TimeUp", "ProgressFn", "QUIET_S", "DEFAULT_TIME_LIMIT_S"]
+__all__ = ["clock", "now", "Budget", "TimeUp", "ProgressFn", "QUIET_S", "DEFAULT_TIME_LIMIT_S"]
 
 ProgressFn = Callable[[float, float, float], None]
 #: The clock every Budget reads (seconds); tests replace it with a counting fake, so time-limit
 #: behaviour is tested by the checks a solve makes rather than by the wall time of a loaded box.
 clock: Callable[[], float] = time.perf_counter
+
+
+def now() -> float:
+    """`clock()` as it is now (a replaced clock included): the deadlines of the replica search
+    (partitioner.deploy) read it too, so one fake clock drives every time-limit check."""
+    return clock()
+
 
 QUIET_S = 1.0  # solves shorter than this print nothing
 SCORED = 16  # plans whose Metrics `Budget.score` keeps (the phases of one solve re-score a few plans)
@@ -81,7 +88,13 @@ class Budget:
         return max(self.deadline - clock(), 0.0)
 
     def check(self) -> None:
-        self.work += 1
+        self.spend(1)
+
+    def spend(self, steps: int) -> None:
+        """`check()` after `steps` units of work (a search whose steps differ in size counts its
+        cells, e.g. partitioner.solvers.dp.subsets), so `work_limit` stops it at the same point on
+        any machine."""
+        self.work += int(steps)
         if self.work_limit is not None and self.work > self.work_limit:
             raise TimeUp
         if self.deadline is not None and clock() > self.deadline:

@@ -130,10 +130,9 @@ def solve(
                 model.add_hint(v.goals[goal_name], value)
             if k == 0:
                 model.add(goal <= plan_ticks(ticks, problem.regime, *plan)[name])
-        if budget.deadline is None:  # no wall-clock limit: the phases share DEFAULT_WORK (search.py doc)
-            solver = make_solver(0.0, work=phase_limit(DEFAULT_WORK - work_used, 0.0, k, len(names)))
-        else:
-            solver = make_solver(phase_limit(budget.left(0.0), 0.0, k, len(names)))
+        # the phases share DEFAULT_WORK, the same on any machine; a user's limit only caps the wall clock (search.py doc)
+        cap = None if budget.deadline is None else phase_limit(budget.left(0.0), 0.0, k, len(names))
+        solver = make_solver(0.0, work=phase_limit(DEFAULT_WORK - work_used, 0.0, k, len(names)), cap_s=cap)
         status, interrupted = run(solver, model, Progress(progress, ticks, name, budget.start))
         statuses.append(status_name(status))
         work_used += float(solver.response_proto.deterministic_time)

@@ -4,11 +4,11 @@ Workers: a fixed count, DEFAULT_WORKERS, never the cores the machine leaves idle
 not depend on the load; `PARTITIONER_CPSAT_WORKERS` pins another count. With
 `interleave_search=True` and a fixed `random_seed` the subsolvers run in deterministic batches
 (CP-SAT's sat_parameters.proto: the interleaved search is deterministic whatever num_workers
-is). Limits: without a wall-clock limit from the user (`--time-limit`) a solve is limited in
-CP-SAT's deterministic time (`max_deterministic_time`, its count of work, about a second each
-on one core: `make_solver(work=...)`), so the same inputs give the same plan on an idle and on a
-loaded machine. A solve cut off by the user's wall-clock limit depends on how far it got, so
-FEASIBLE results may differ then.
+is). Limits: a solve is limited in CP-SAT's deterministic time (`max_deterministic_time`, its
+count of work, about a second each on one core: `make_solver(work=...)`), with or without a
+wall-clock limit from the user, so the same inputs give the same plan on an idle and on a loaded
+machine; the user's `--time-limit` is a wall-clock cap on top (`cap_s`). Only a solve that the
+cap cuts off depends on how far it got, so only then may FEASIBLE results differ.
 
 Presolve: CP-SAT 9.15's presolve returned a wrong OPTIMAL and a false INFEASIBLE on models
 this planner builds (two reproducers: docs/cpsat-presolve.md); both come from its inclusion
@@ -50,7 +50,7 @@ __all__ = [
 
 MAX_WORKERS = 8
 DEFAULT_WORKERS = 2  # fixed (module doc): the interleaved search gives the same plan for any count
-DEFAULT_WORK = 10.0  # deterministic-time units per solve when the user gives no wall-clock limit
+DEFAULT_WORK = 10.0  # deterministic-time units per solve (a user's wall-clock limit only caps it)
 WORK_WALL_CAP_S = 10.0  # the wall-clock backstop of a work-limited solve (make_solver)
 SEED = 0
 FIRST_PHASE_SHARE = 0.6  # the bottleneck phase is the hard one; later phases get the rest
@@ -95,9 +95,10 @@ def phase_limit(budget_s: float, elapsed_s: float, k: int, n: int) -> float:
     return max(left * share, MIN_PHASE_S)
 
 
-def make_solver(limit_s: float, work: float | None = None) -> cp_model.CpSolver:
+def make_solver(limit_s: float, work: float | None = None, cap_s: float | None = None) -> cp_model.CpSolver:
     """A CP-SAT solver with a wall-clock limit, `workers()` workers, deterministic interleaved
-    search; with `work` the limit is that much deterministic time instead (module doc)."""
+    search; with `work` the limit is that much deterministic time instead (module doc), capped
+    by `cap_s` wall-clock seconds (the user's limit) and WORK_WALL_CAP_S."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     if work is None:
@@ -107,7 +108,7 @@ def make_solver(limit_s: float, work: float | None = None) -> cp_model.CpSolver:
         # a wall-clock backstop: on some models (near ties at large M) CP-SAT's deterministic time
         # hardly advances and a work-limited solve ran for minutes; past WORK_WALL_CAP_S the answer
         # is the best so far, as under a user's limit (so only such rare solves depend on load)
-        p.max_time_in_seconds = WORK_WALL_CAP_S
+        p.max_time_in_seconds = WORK_WALL_CAP_S if cap_s is None else min(WORK_WALL_CAP_S, max(float(cap_s), 1e-3))
     p.num_workers = workers()
     p.interleave_search = True
     p.random_seed = SEED

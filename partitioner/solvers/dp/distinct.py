@@ -36,7 +36,9 @@ MAX_G = 30  # masks are int64; beyond a few dozen devices the relaxation is all 
 MAX_CLASS_LATTICE = 200_000  # the class lattice the heuristic H lives on
 SIGMA_BEAM = 256  # beam of the sigma bisection, whose witnesses set the period (64 left 3 % at G=24)
 DELTA = 0.002  # the first ub of an exact sum step: the relaxation's g plus this share of it
-DEFAULT_LIMIT_S = 10.0  # CP-SAT's default limit, for budgets without a deadline beyond SMALL_G
+DEFAULT_CELLS = 500_000_000  # DP cells (Ctx.tick) for budgets without a deadline beyond SMALL_G: about
+# CP-SAT's default 10 s on one core (measured 4.7e7-8.5e7 cells per CPU second on link-distinct G = 12-24,
+# L = 64-128 of benchmarks/instances.random_problem), the same answer on any machine
 BEAM_CALLS = 24  # sum steps of the beam pass
 BEAM_SHARE = 0.3  # ... and at most this share of the time left
 MAX_INTERVALS = 64  # threshold intervals the relaxation splits before the exact search
@@ -64,12 +66,12 @@ def preferred(problem: Problem) -> bool:
 def solve(problem: Problem, budget: Budget) -> Solution:
     """The exact optimum (module doc) or, past the budget's deadline, the best plan so far with
     the relaxation's proven lower bound. The search is exponential in G, so a budget without a
-    deadline gets DEFAULT_LIMIT_S (CP-SAT's default limit) unless the instance is small. (Not yet
-    counted in work: its Budget.check calls differ in cost by two orders of magnitude between
-    instances, so a count of them is no stand-in for DEFAULT_LIMIT_S.)"""
+    deadline gets DEFAULT_CELLS DP cells (about CP-SAT's default limit) unless the instance is
+    small: counted in cells, not in steps (whose sizes differ 100-fold between instances) nor in
+    seconds, so the answer is the same on an idle and a loaded machine."""
     if budget.deadline is None and problem.G > subsets.SMALL_G:
-        budget.deadline = budget.start + DEFAULT_LIMIT_S
-    ctx = Ctx(problem, budget.check)
+        budget.work_limit = budget.work + DEFAULT_CELLS
+    ctx = Ctx(problem, budget.check, spend=budget.spend)
     found = {"lower": 0.0}
     try:
         plan = _makespan(ctx, budget, found) if problem.objective == "makespan" else _lexi(ctx, budget, found)

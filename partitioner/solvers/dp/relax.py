@@ -80,9 +80,12 @@ def _forward_band(C: np.ndarray, tau_cap: float) -> np.ndarray:
 
 
 def to_go(
-    co: Coarse, T: DPTables, tau_cap: float, sigma_cap: float, check: Callable[[], None] | None = None
+    co: Coarse, T: DPTables, tau_cap: float, sigma_cap: float, check: Callable[[], None] | None = None,
+    spend: Callable[[int], None] | None = None,
 ) -> np.ndarray:
-    """H (|lattice|, K, L+1) of the module doc (inf where w_c = 0 or nothing finishes)."""
+    """H (|lattice|, K, L+1) of the module doc (inf where w_c = 0 or nothing finishes). `check()`
+    runs before each level; `spend(cells)`, where given, instead, with the level's cells (lattice
+    points x classes x L+1 x the widest band), so a budget counted in cells is load-independent."""
     lat, L = co.lat, T.L
     J, K = L + 1, lat.T
     H = np.full((lat.coords.shape[0], K, J), INF)
@@ -99,8 +102,11 @@ def to_go(
             stage = Cf if sigma_cap == INF else np.where(Cf + Dv <= sigma_cap, Cf, INF)
             row.append(stage + Dv)
         SD.append(row)
+    width = max((SD[c][0].shape[1] for c in range(K)), default=1)
     for idx in lat.levels[1:]:
-        if check is not None:
+        if spend is not None:
+            spend(int(idx.size) * K * K * J * width)
+        elif check is not None:
             check()
         for c in range(K):
             rows = idx[lat.coords[idx, c] >= 1]

@@ -46,11 +46,16 @@ class TooBig(Exception):
 class Ctx:
     """Tables, classes and a small cache of cost-to-go arrays for one problem."""
 
-    def __init__(self, problem: Problem, check: Callable[[], None] | None) -> None:
+    def __init__(self, problem: Problem, check: Callable[[], None] | None,
+                 spend: Callable[[int], None] | None = None) -> None:
+        """`check()` stops the search (time limit); `spend(cells)`, where given, is called instead
+        with the DP cells (state x layer x stage-length entries) each step computes, so a budget
+        counted in cells stops it at the same point on any machine (Budget.spend)."""
         self.problem = problem
         self.T: DPTables = build_tables(problem.tables)
         self._co: Coarse | None = None
         self.check = check
+        self.spend = spend
         self._H: dict[tuple[float, float], np.ndarray] = {}
         self.states = 0  # subset states kept, over every step (reported in the stats)
         self.dense = Dense(self.T) if Dense.fits(self.T) else None  # small: every state, no pruning
@@ -64,6 +69,13 @@ class Ctx:
                 self.stacks.clear()
             self.stacks[tau_cap] = (self.T.band_stack(tau_cap), self.T.Dstack[self.T.link_id])
         return self.stacks[tau_cap]
+
+    def tick(self, cells: int) -> None:
+        """One step of the search that computes `cells` DP cells (`spend`, else `check`)."""
+        if self.spend is not None:
+            self.spend(cells)
+        elif self.check is not None:
+            self.check()
 
     @property
     def co(self) -> Coarse:
@@ -79,7 +91,7 @@ class Ctx:
         if key not in self._H:
             if len(self._H) * self.co.lat.coords.shape[0] * self.co.lat.T * (self.T.L + 1) > H_CACHE:
                 self._H.clear()
-            self._H[key] = to_go(self.co, self.T, tau_cap, sigma_cap, self.check)
+            self._H[key] = to_go(self.co, self.T, tau_cap, sigma_cap, self.check, self.spend)
         return self._H[key]
 
     def relaxed(self, tau_cap: float, sigma_cap: float) -> float:
@@ -97,6 +109,7 @@ def sum_step(ctx: Ctx, tau_cap: float, sigma_cap: float, ub: float = INF, beam: 
     if ctx.dense is not None:  # small: the exact step over every state is cheaper than pruning
         value, full, level, row, start = ctx.dense.sum_step(tau_cap, sigma_cap)
         ctx.states += sum(k.size for k, _ in full)
+        ctx.tick(sum(u.size for _, u in full))
         if not np.isfinite(value) or value > ubc:
             return INF, (), ()
         return value, *backtrack(ctx, full, level, row, start, tau_cap, sigma_cap)
@@ -111,8 +124,7 @@ def sum_step(ctx: Ctx, tau_cap: float, sigma_cap: float, ub: float = INF, beam: 
     levels: list[tuple[np.ndarray, np.ndarray]] = []
     best = (INF, -1, -1, -1)
     for s in range(G):
-        if ctx.check is not None:
-            ctx.check()
+        ctx.tick(U.size)
         last = key % G
         lb = U + H[top - cidx + stride[cls[last]], cls[last]]
         U = np.where(lb <= ubc, U, INF)
@@ -157,9 +169,8 @@ def _expand(
     vals, keys, cids = [], [], []
     step = max(1, CHUNK // (J * Cb.shape[2]))
     for lo in range(0, key.size, step):
-        if ctx.check is not None:
-            ctx.check()
         R = np.arange(lo, min(lo + step, key.size))
+        ctx.tick(R.size * J * Cb.shape[2])  # the (rows, J, w) block below
         g = last[R]
         free = ((mask[R][:, None] >> np.arange(G)[None, :]) & 1) == 0
         free[np.arange(R.size), g] = False
