@@ -183,3 +183,9 @@ def test_report_is_byte_identical_beside_a_cpu_hog(tmp_path: Path) -> None:
 def test_the_help_states_the_default_work() -> None:
     out = CliRunner().invoke(main, ["report", "--help"], terminal_width=200).output
     assert f"default {REPORT_WORK}." in " ".join(out.split())
+
+
+@pytest.mark.parametrize("value", ["0", "-600", "many", "1e3", ""])
+def test_a_bad_work_value_is_one_line_exit_2(value: str) -> None:
+    res = CliRunner().invoke(main, ["report", MODEL, CLUSTER, "--work", value])
+    assert res.exit_code == 2 and "--work" in res.output and len(res.output.strip().splitlines()) == 1
