@@ -17,6 +17,7 @@ from test_deterministic_budget import cpu_hogs
 
 from partitioner import interrupts
 from partitioner.cli import main
+from partitioner.cli._report_parts import MIN_REPLICAS_WORK
 from partitioner.cli.report import Options, _build
 from partitioner.models import load_cluster
 from partitioner.report import html as html_mod
@@ -189,3 +190,25 @@ def test_the_help_states_the_default_work() -> None:
 def test_a_bad_work_value_is_one_line_exit_2(value: str) -> None:
     res = CliRunner().invoke(main, ["report", MODEL, CLUSTER, "--work", value])
     assert res.exit_code == 2 and "--work" in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_the_work_budget_bounds_the_replicas_search_and_names_the_cut(clock: FakeClock) -> None:
+    """--replicas auto without --time-limit: its replica solves count in the report's work (at least
+    MIN_REPLICAS_WORK of them), it stops at the same solve on any machine with its best deployment
+    so far, and the cut is named; with work enough the search ends by itself, no worse."""
+    mixed = str(ROOT / "examples" / "clusters" / "mixed-8gpu.yaml")
+
+    def report(work: int) -> Any:
+        return _build(MODEL, mixed, Ms=(1, 8), plan_M=8, opts=Options(replicas="auto"), base_regime="async",
+                      solver="auto", order=None, budget=report_budget(None, work), pareto_max_M=4, variations=(),
+                      export="vllm", charts=False, say=lambda _: None)
+
+    rep = report(60)
+    cut = [c for c in rep.cut if "--replicas auto" in c]
+    assert cut == [f"the --replicas auto search (best of {MIN_REPLICAS_WORK} replica solves shown; a larger --work "
+                   "searches further): cut short by the work budget"]
+    assert rep.replicas_note == "" and rep.headline is not None and not interrupts.since(0)
+    full = report(1000)
+    assert not any("--replicas" in c for c in full.cut) and full.replicas_note == ""
+    assert full.headline is not None
+    assert full.headline.tokens_per_s >= rep.headline.tokens_per_s * (1 - 1e-9)
