@@ -91,7 +91,7 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
               help="Wall-clock cap on the whole report, rendering included, seconds (none by default): when "
                    "it hits, or on Ctrl-C, the report keeps what it has and says which part it cut.")
 @click.option("--work", "work", type=click.IntRange(min=1), default=None, metavar="STEPS",
-              help="Work budget of the report's searches, in steps (solves and scored serve points), "
+              help="Work budget of the report's searches, in steps (solves, scored serve points, replica solves), "
                    "so a busy machine gives the same report; default 600.")
 @click.option("--pareto-max-M", "pareto_max_M", type=click.IntRange(min=1), default=4096, show_default=True,
               help="Largest M of the Pareto sweep (powers of two from 1).")
