@@ -305,3 +305,24 @@ def test_ctrl_c_while_rendering_writes_the_outputs_and_exits_0(
     assert "Cut short: rendering (" in res.output and "cut short by Ctrl-C" in res.output
     assert "## Cut short" in md.read_text() and "the headline" in md.read_text().split("## Cut short")[1]
     assert "cut short by Ctrl-C" in json.loads(js.read_text())["cut"][-1]
+
+
+def test_a_spent_time_limit_still_renders_the_answers(small_report: Any) -> None:
+    """Past the time limit an output still answers (the headline, the JSON's plans, headline and
+    decode: only Ctrl-C leaves those out, as the serve search still gets its first point); the
+    tables and the other JSON fields are left out and named."""
+    from partitioner.report.render_json import render_json
+    from partitioner.report.sections import Sections
+
+    def spent() -> str:
+        return "the time limit"
+
+    whole = json.loads(render_json(small_report))
+    data = json.loads(render_json(small_report, Sections(spent)))
+    assert {k: data[k] for k in ("plans", "headline", "decode")} == {k: whole[k] for k in ("plans", "headline", "decode")}
+    assert whole["pareto"] and data["pareto"] == [] and data["cut"][-1] == (
+        "rendering (the JSON field pareto, the JSON field whatif, the JSON field serve_frontier left out): cut short "
+        "by the time limit")
+    md = render_md(small_report, Sections(spent))
+    assert md.index("- **") < md.index("## Cut short") and "| " not in md
+    assert md.rstrip().endswith("rendering (the tables left out): cut short by the time limit")

@@ -66,17 +66,18 @@ def _whatif_dict(w: WhatIf) -> dict[str, Any]:
 def report_dict(report: Report, sections: Sections | None = None) -> dict[str, Any]:
     """JSON-ready dict; the same report gives the same dict (no timings). `sections`
     (partitioner.report.sections) checks the budget before each field after the report's
-    identity: a field it cut holds its empty value (the schema still holds) and `cut` names it."""
+    identity: a field it cut holds its empty value (the schema still holds) and `cut` names it; the
+    answers (plans, headline, decode, nofit) are cut by Ctrl-C only."""
     parts = sections or Sections()
-    fields: tuple[tuple[str, Callable[[], Any], Any], ...] = (
-        ("plans", lambda: {row.name: _row_dict(row) for row in report.rows}, {}),
+    fields: tuple[tuple[str, Callable[[], Any], Any, bool], ...] = (  # name, build, empty, an answer
+        ("plans", lambda: {row.name: _row_dict(row) for row in report.rows}, {}, True),
         ("pareto", lambda: [{**asdict(p), "layers": [list(x) for x in p.layers], "devices": list(p.devices)}
-                            for p in report.pareto], []),
-        ("whatif", lambda: [_whatif_dict(w) for w in report.whatifs], []),
-        ("headline", lambda: _headline_dict(report), None),
-        ("serve_frontier", lambda: list(report.serve_frontier), []),
-        ("decode", lambda: _decode_dict(report), None),
-        ("nofit", lambda: _nofit_dict(report), None),
+                            for p in report.pareto], [], False),
+        ("whatif", lambda: [_whatif_dict(w) for w in report.whatifs], [], False),
+        ("headline", lambda: _headline_dict(report), None, True),
+        ("serve_frontier", lambda: list(report.serve_frontier), [], False),
+        ("decode", lambda: _decode_dict(report), None, True),
+        ("nofit", lambda: _nofit_dict(report), None, True),
     )
     out: dict[str, Any] = {
         "format": REPORT_FORMAT,
@@ -87,8 +88,8 @@ def report_dict(report: Report, sections: Sections | None = None) -> dict[str, A
         "Ms": list(report.Ms),
         "base": report.base,
     }
-    for key, build, empty in fields:
-        out[key] = parts.part(f"the JSON field {key}", build, empty)
+    for key, build, empty, answer in fields:
+        out[key] = parts.part(f"the JSON field {key}", build, empty, answer)
     out["replicas_note"] = report.replicas_note
     out["cut"] = [*report.cut, *([parts.note()] if parts.note() else [])]
     return {k: out[k] for k in _ORDER}

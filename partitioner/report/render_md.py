@@ -70,7 +70,7 @@ def render_md(report: Report, sections: Sections | None = None) -> str:
         f"T(M) shown for M = {', '.join(str(M) for M in report.Ms)}.",
         "",
     ]
-    lines += parts.part("the headline", lambda: _headline(report), [])
+    lines += parts.part("the headline", lambda: _headline(report), [], answer=True)
     none: tuple[Table, ...] = ()
     tables = parts.part("the tables", lambda: report_tables(report), none)
     for t in tables:

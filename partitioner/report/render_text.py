@@ -79,7 +79,7 @@ def _print(c: Any, report: Report, parts: Sections) -> None:
     from rich.markup import escape
 
     c.print(f"[bold]partition report: {escape(report.model or 'model')} on {escape(report.cluster or 'cluster')}[/]")
-    parts.part("the headline", lambda: _headline(c, report), None)
+    parts.part("the headline", lambda: _headline(c, report), None, answer=True)
     none: tuple[Table, ...] = ()
     tables = parts.part("the tables", lambda: report_tables(report), none)
     for t in tables:
