@@ -224,16 +224,24 @@ def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | No
           inputs: tuple[str, str], text: bool = True, budget: Any = None) -> None:
     """The text report on stdout (unless an output goes there: `-`), then the files. Each output
     is rendered section by section (partitioner.report.sections) while the budget's time limit
-    lasts and no Ctrl-C came: what it cut is left out and named in that output, which is still
+    lasts and no Ctrl-C came since rendering began: what it cut is left out and named in that output, which is still
     written (exit 0, as every cut); the HTML page's charts each start only while the time limit
     leaves CHART_S for it (the page says which it left out, and why)."""
     from rich.console import Console
 
+    from partitioner import interrupts
     from partitioner.report.sections import Sections
-    from partitioner.report.solving import stopped
+    from partitioner.report.solving import stopped, wall_left
+
+    mark = interrupts.count()  # a Ctrl-C in the searches cut them; one from now on cuts the rendering
+
+    def cut() -> str:
+        if interrupts.since(mark):
+            return "Ctrl-C"
+        return "the time limit" if budget is not None and wall_left(budget) <= 0 else ""
 
     def parts() -> Sections:
-        return Sections(None if budget is None else lambda: stopped(budget))
+        return Sections(cut)
 
     if text:
         from partitioner.report.render_text import render_text
@@ -249,7 +257,7 @@ def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | No
         _write(json_out, render_json(rep, parts()), inputs)
     if html_out:
         from partitioner.report.html import render_html
-        from partitioner.report.solving import CHART_S, wall_left
+        from partitioner.report.solving import CHART_S
 
         def stop() -> str:
             if budget is None:
