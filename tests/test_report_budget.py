@@ -326,3 +326,18 @@ def test_a_spent_time_limit_still_renders_the_answers(small_report: Any) -> None
     md = render_md(small_report, Sections(spent))
     assert md.index("- **") < md.index("## Cut short") and "| " not in md
     assert md.rstrip().endswith("rendering (the tables left out): cut short by the time limit")
+
+
+def test_a_fixed_count_the_work_budget_stopped_says_so(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--replicas 2 stopped by the work after one replica solve, before it had two replicas: the
+    report says the work budget stopped it (not "interrupted", not "raise --time-limit")."""
+    from partitioner.cli import _report_parts
+
+    monkeypatch.setattr(_report_parts, "MIN_REPLICAS_WORK", 1)
+    rep = _build(MODEL, str(ROOT / "examples" / "clusters" / "a100-l4-t4.yaml"), Ms=(8,), plan_M=8,
+                 opts=Options(replicas="2"), base_regime="async", solver="auto", order=None,
+                 budget=report_budget(None, 1), pareto_max_M=1, variations=(), export="vllm", charts=False,
+                 say=lambda _: None)
+    assert rep.replicas_note == ("--replicas 2: no deployment within the report's work budget (1 replica solve); "
+                                 "a larger --work searches further")
+    assert "the --replicas 2 search: cut short by the work budget" in rep.cut and rep.headline is not None

@@ -105,6 +105,10 @@ def replicas_search(model: Any, cluster: Any, opts: Options, M: int, regime: str
                                                                                        DECODE_SHARE * left),
                                      tpot_ms=opts.tpot_ms, ttft_ms=opts.ttft_ms, progress=count)
         except PartitionerError as exc:
+            if count.spent and not budget.interrupted():  # stopped by the work before it had N replicas
+                budget.cut(f"the {source} search", "the work budget")
+                return (f"{source}: no deployment within the report's work budget ({count.solves:,} replica "
+                        f"solve{'s' if count.solves != 1 else ''}); a larger --work searches further")
             return f"{source}: {exc}"
         except KeyboardInterrupt:
             why = "the work budget" if count.spent and not budget.interrupted() else "Ctrl-C"
