@@ -91,7 +91,7 @@ def _write(path: str | None, text: str, inputs: tuple[str, str]) -> None:
               help="Wall-clock cap on the whole report, rendering included, seconds (none by default): when "
                    "it hits, or on Ctrl-C, the report keeps what it has and says which part it cut.")
 @click.option("--work", "work", type=click.IntRange(min=1), default=None, metavar="STEPS",
-              help="Work budget of the report's searches, in steps (solves and scored serve points), "
+              help="Work budget of the report's searches, in steps (solves, scored serve points, replica solves), "
                    "so a busy machine gives the same report; default 600.")
 @click.option("--pareto-max-M", "pareto_max_M", type=click.IntRange(min=1), default=4096, show_default=True,
               help="Largest M of the Pareto sweep (powers of two from 1).")
@@ -222,26 +222,42 @@ def _width() -> int:
 
 def _show(rep: Any, md_out: str | None, json_out: str | None, html_out: str | None,
           inputs: tuple[str, str], text: bool = True, budget: Any = None) -> None:
-    """The text report on stdout (unless an output goes there: `-`), then the files; the HTML
-    page's charts each start only while the budget's time limit leaves CHART_S for it and no
-    Ctrl-C came (the page says which it left out, and why)."""
+    """The text report on stdout (unless an output goes there: `-`), then the files. Each output
+    is rendered section by section (partitioner.report.sections) while the budget's time limit
+    lasts and no Ctrl-C came since rendering began: what it cut is left out and named in that output, which is still
+    written (exit 0, as every cut); the HTML page's charts each start only while the time limit
+    leaves CHART_S for it (the page says which it left out, and why)."""
     from rich.console import Console
 
-    from partitioner.report.render_text import render_text
+    from partitioner import interrupts
+    from partitioner.report.sections import Sections
+    from partitioner.report.solving import stopped, wall_left
+
+    mark = interrupts.count()  # a Ctrl-C in the searches cut them; one from now on cuts the rendering
+
+    def cut() -> str:
+        if interrupts.since(mark):
+            return "Ctrl-C"
+        return "the time limit" if budget is not None and wall_left(budget) <= 0 else ""
+
+    def parts() -> Sections:
+        return Sections(cut)
 
     if text:
-        render_text(rep, console=Console(highlight=False, width=_width()))
+        from partitioner.report.render_text import render_text
+
+        render_text(rep, console=Console(highlight=False, width=_width()), sections=parts())
     if md_out:
         from partitioner.report.render_md import render_md
 
-        _write(md_out, render_md(rep), inputs)
+        _write(md_out, render_md(rep, parts()), inputs)
     if json_out:
         from partitioner.report.render_json import render_json
 
-        _write(json_out, render_json(rep), inputs)
+        _write(json_out, render_json(rep, parts()), inputs)
     if html_out:
         from partitioner.report.html import render_html
-        from partitioner.report.solving import CHART_S, stopped, wall_left
+        from partitioner.report.solving import CHART_S
 
         def stop() -> str:
             if budget is None:

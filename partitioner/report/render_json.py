@@ -7,8 +7,11 @@ a number's path reads like `plans.balanced.by_M.8.T_async` (the HTML page's `dat
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
+
+from partitioner.report.sections import Sections
 
 if TYPE_CHECKING:  # annotations only: compare's Report.to_dict imports this module
     from partitioner.report.compare import PlanRow, Report, WhatIf
@@ -60,9 +63,23 @@ def _whatif_dict(w: WhatIf) -> dict[str, Any]:
     return out
 
 
-def report_dict(report: Report) -> dict[str, Any]:
-    """JSON-ready dict; the same report gives the same dict (no timings)."""
-    return {
+def report_dict(report: Report, sections: Sections | None = None) -> dict[str, Any]:
+    """JSON-ready dict; the same report gives the same dict (no timings). `sections`
+    (partitioner.report.sections) checks the budget before each field after the report's
+    identity: a field it cut holds its empty value (the schema still holds) and `cut` names it; the
+    answers (plans, headline, decode, nofit) are cut by Ctrl-C only."""
+    parts = sections or Sections()
+    fields: tuple[tuple[str, Callable[[], Any], Any, bool], ...] = (  # name, build, empty, an answer
+        ("plans", lambda: {row.name: _row_dict(row) for row in report.rows}, {}, True),
+        ("pareto", lambda: [{**asdict(p), "layers": [list(x) for x in p.layers], "devices": list(p.devices)}
+                            for p in report.pareto], [], False),
+        ("whatif", lambda: [_whatif_dict(w) for w in report.whatifs], [], False),
+        ("headline", lambda: _headline_dict(report), None, True),
+        ("serve_frontier", lambda: list(report.serve_frontier), [], False),
+        ("decode", lambda: _decode_dict(report), None, True),
+        ("nofit", lambda: _nofit_dict(report), None, True),
+    )
+    out: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "model": report.model,
         "cluster": report.cluster,
@@ -70,19 +87,16 @@ def report_dict(report: Report) -> dict[str, Any]:
         "plan_M": report.plan_M,
         "Ms": list(report.Ms),
         "base": report.base,
-        "plans": {row.name: _row_dict(row) for row in report.rows},
-        "pareto": [
-            {**asdict(p), "layers": [list(x) for x in p.layers], "devices": list(p.devices)}
-            for p in report.pareto
-        ],
-        "whatif": [_whatif_dict(w) for w in report.whatifs],
-        "headline": _headline_dict(report),
-        "serve_frontier": list(report.serve_frontier),
-        "decode": _decode_dict(report),
-        "nofit": _nofit_dict(report),
-        "replicas_note": report.replicas_note,
-        "cut": list(report.cut),
     }
+    for key, build, empty, answer in fields:
+        out[key] = parts.part(f"the JSON field {key}", build, empty, answer)
+    out["replicas_note"] = report.replicas_note
+    out["cut"] = [*report.cut, *([parts.note()] if parts.note() else [])]
+    return {k: out[k] for k in _ORDER}
+
+
+_ORDER = ("format", "model", "cluster", "regime", "plan_M", "Ms", "base", "plans", "pareto", "whatif", "headline",
+          "serve_frontier", "decode", "nofit", "replicas_note", "cut")  # the keys as the JSON has always listed them
 
 
 def _nofit_dict(report: Report) -> dict[str, Any] | None:
@@ -118,8 +132,8 @@ def _headline_dict(report: Report) -> dict[str, Any] | None:
     return out
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(report_dict(report), indent=2) + "\n"
+def render_json(report: Report, sections: Sections | None = None) -> str:
+    return json.dumps(report_dict(report, sections), indent=2) + "\n"
 
 
 def lookup(data: Any, key: str) -> Any:

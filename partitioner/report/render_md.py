@@ -7,6 +7,7 @@ from typing import Any
 from partitioner.report.compare import Report
 from partitioner.report.headview import LEAD, headline_lines, plain
 from partitioner.report.render_json import REPORT_FORMAT
+from partitioner.report.sections import Sections
 from partitioner.report.tables import Table, report_tables
 
 __all__ = ["render_md"]
@@ -56,8 +57,11 @@ def _headline(report: Report) -> list[str]:
     return [*out, ""] if out else []
 
 
-def render_md(report: Report) -> str:
-    """Deterministic Markdown: same report, same text."""
+def render_md(report: Report, sections: Sections | None = None) -> str:
+    """Deterministic Markdown: same report, same text. `sections` (partitioner.report.sections)
+    checks the budget before the headline and each table: what it cut is left out and named in a
+    last "Cut short" section."""
+    parts = sections or Sections()
     lines = [
         f"<!-- {REPORT_FORMAT} -->",
         f"# Partition report: {report.model or 'model'} on {report.cluster or 'cluster'}",
@@ -66,7 +70,11 @@ def render_md(report: Report) -> str:
         f"T(M) shown for M = {', '.join(str(M) for M in report.Ms)}.",
         "",
     ]
-    lines += _headline(report)
-    for t in report_tables(report):
-        lines += _table(t)
+    lines += parts.part("the headline", lambda: _headline(report), [], answer=True)
+    none: tuple[Table, ...] = ()
+    tables = parts.part("the tables", lambda: report_tables(report), none)
+    for t in tables:
+        lines += parts.part(f"the {t.title} table", lambda t=t: _table(t), [])  # type: ignore[misc]
+    if parts.note():
+        lines += ["## Cut short", "", f"- {_escape(parts.note())}", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -7,6 +7,7 @@ from typing import Any
 
 from partitioner.report.compare import Report
 from partitioner.report.headview import LEAD, headline_lines, plain
+from partitioner.report.sections import Sections
 from partitioner.report.tables import Table, report_tables
 
 __all__ = ["rich_tables", "render_text", "headline_text"]
@@ -63,28 +64,41 @@ def headline_text(report: Report) -> list[str]:
     return [*_lines(lines[:LEAD]), *command_text(report), *_lines(lines[LEAD:])]
 
 
-def _print(c: Any, report: Report) -> None:
+def _headline(c: Any, report: Report) -> None:
     from rich.markup import escape
 
-    c.print(f"[bold]partition report: {escape(report.model or 'model')} on {escape(report.cluster or 'cluster')}[/]")
     command = {x for x in command_text(report) if x.startswith("    ")}
     for line in headline_text(report):
         if line in command:  # a command line is never wrapped: it must stay copyable
             c.print(escape(line), soft_wrap=True)
         else:
             c.print(escape(line), overflow="fold")
-    for t in rich_tables(report):
-        c.print(t)
 
 
-def render_text(report: Report, console: Any = None, width: int = 160) -> str:
-    """Print to `console` (a rich Console) or, without one, return the plain text."""
+def _print(c: Any, report: Report, parts: Sections) -> None:
+    from rich.markup import escape
+
+    c.print(f"[bold]partition report: {escape(report.model or 'model')} on {escape(report.cluster or 'cluster')}[/]")
+    parts.part("the headline", lambda: _headline(c, report), None, answer=True)
+    none: tuple[Table, ...] = ()
+    tables = parts.part("the tables", lambda: report_tables(report), none)
+    for t in tables:
+        if t.rows:
+            parts.part(f"the {t.title} table", lambda t=t: c.print(_rich(t)), None)  # type: ignore[misc]
+    if parts.note():
+        c.print(f"Cut short: {escape(parts.note())}", overflow="fold")
+
+
+def render_text(report: Report, console: Any = None, width: int = 160, sections: Sections | None = None) -> str:
+    """Print to `console` (a rich Console) or, without one, return the plain text. `sections`
+    (partitioner.report.sections) checks the budget before the headline and each table: what it
+    cut is left out, named on a last "Cut short" line (what was printed stays printed)."""
     from rich.console import Console
 
+    parts = sections or Sections()
     if console is not None:
-        _print(console, report)
+        _print(console, report, parts)
         return ""
     c = Console(width=width, record=True, file=io.StringIO(), color_system=None)
-    _print(c, report)
+    _print(c, report, parts)
     return c.export_text()
-

@@ -236,7 +236,7 @@ def json_documents(draw: st.DrawFn, clean: bool = False) -> str:
 
 
 # -- option values ------------------------------------------------------------------------------
-OPTION_TEXTS = (*NUMBER_TEXTS, "4:27.36,16:87.6", "4:", ":5", "0:1", "4:-20", "2:16.5", "10:1e300", "a=b", "g0=0", "g0=-1", "g0=99999999999", "g0=h", "g0=h:0", "g0=h:99999", "g0=[::1]:8000", "node-03;touch PWNED;", "a\nb", "min", "p50", "bogus", "rtx-3090@n0", "g0:g1=0.05,100", "g0:g1=x", "async", "blocking", "decode", "prefill", "m", "a,b", "a=rtx-3090")
+OPTION_TEXTS = (*NUMBER_TEXTS, "4:27.36,16:87.6", "4:", ":5", "0:1", "4:-20", "2:16.5", "10:1e300", "a=b", "g0=0", "g0=-1", "g0=99999999999", "g0=h", "g0=h:0", "g0=h:99999", "g0=[::1]:8000", "node-03;touch PWNED;", "a\nb", "min", "p50", "bogus", "rtx-3090@n0", "g0:g1=0.05,100", "g0:g1=x", "async", "blocking", "decode", "prefill", "m", "a,b", "a=rtx-3090", "-600", "600steps", "1e3")
 
 
 def option_values() -> st.SearchStrategy[str]:
@@ -251,5 +251,5 @@ SENSIBLE = {
     "template": ("llama-3.2-1b",), "device_id": ("g0=0", "g1=1"), "rpc_endpoint": ("g1=h:5000",),
     "without": ("g1",), "with_": ("rtx-3090@n0",), "link": ("g0:g1=0.05,100",), "regime": ("blocking", "async"),
     "phase": ("prefill", "decode"), "label": ("rtx-3090",), "batch_text": ("1",), "tokens_text": ("128",),
-    "pareto_max_M": ("4",), "time_limit": ("1",), "plan_M": ("8",), "batch": ("1",), "tokens": ("128",),
+    "pareto_max_M": ("4",), "time_limit": ("1",), "work": ("1", "40", "600", "100000"), "plan_M": ("8",), "batch": ("1",), "tokens": ("128",),
 }
