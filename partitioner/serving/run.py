@@ -52,6 +52,7 @@ from partitioner.serving.capacity import sequence_cap
 from partitioner.serving.engine_sched import EngineSchedule, engine_in_flight, in_flight_grid
 from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
 from partitioner.serving.score import Serving, serving_of
+from partitioner.serving.splits import MAX_SPLITS
 
 __all__ = ["Rule"]
 
@@ -72,7 +73,7 @@ class Rule(Protocol):
 class _Search:
     def __init__(self, tables_at: Callable[[int], CostTables], regime: str, order: str, *, solver: str,
                  limits: Limits, deadline: float | None, exact: bool, rule: Rule | None = None,
-                 prune: bool = False) -> None:
+                 prune: bool = False, max_splits: int = MAX_SPLITS) -> None:
         self.tables_at, self.regime, self.order, self.solver = tables_at, regime, order, solver
         self.limits, self.deadline, self.exact, self.rule = limits, deadline, exact, rule
         self.prune, self.pruned = prune, [0.0]  # the bounds of the batches pruning skipped
@@ -82,7 +83,8 @@ class _Search:
         self.first_batch = 1
         self.fastest: tuple[float, Serving] | None = None  # least TPOT seen (for the error)
         self.quickest: tuple[float, Serving] | None = None  # least TTFT seen
-        self.enumerate = exact and solver in ("auto", "brute")  # splits.py where it applies
+        self.enumerate = exact and solver in ("auto", "brute")  # splits.py / labels.py where they apply
+        self.max_splits = max_splits  # above it a batch's splits are searched by labels.py, not listed
         self.enumerated = False  # some batch was searched over every split (its points are proven)
         self.room: dict[int, list[float]] = {}  # B -> [TPOT, TTFT] lower bounds at K = 1 (least-w_max route)
 
@@ -185,7 +187,9 @@ class _Search:
         from partitioner.serving import exhaustive
 
         if exhaustive.applies(self, base):
-            return exhaustive.every_split(self, B, base)
+            done = exhaustive.every_split(self, B, base)
+            if done is not None:  # None: the label DP's work ran out, the least-w_max route follows
+                return done
         r_lb = float(np.sum(base.cost.min(axis=0)))
         if EngineSchedule(base.engine_id).scheduled:
             return self.engine_batch(base, r_lb)

@@ -137,19 +137,21 @@ def search(
     rule: Rule | None = None,
     prune: bool = False,
     start: int | None = None,
+    max_splits: int = MAX_SPLITS,
 ) -> SearchResult:
     """The best (B, K, split) and the Pareto frontier (module doc). `batches=None`: the roofline
     grid up to the memory limit; else the given batch sizes in rising order. `progress(B, best
     tokens/s, elapsed s)` is called after each batch once a second has passed; Ctrl-C (and the
     time limit) stop the grid and return the best plan so far, without a bound. `prune`, `start`:
-    partitioner.serving.run's module doc, "Pruning"."""
+    partitioner.serving.run's module doc, "Pruning". `max_splits`: the splits per batch up to
+    which every split is listed (splits.py); above, the label DP (labels.py) searches them."""
     from partitioner.solvers import BASELINES
 
     limits = limits or Limits()
     t0 = time.monotonic()
     deadline = None if time_limit_s is None else t0 + time_limit_s
     run = _Search(tables_at, regime, order, solver=solver, limits=limits, deadline=deadline,
-                  exact=solver not in BASELINES, rule=rule, prune=prune)
+                  exact=solver not in BASELINES, rule=rule, prune=prune, max_splits=max_splits)
     grid = serve_grid(batches, limits.max_batch)
     run.first_batch = grid[0]
     done: list[int] = []
