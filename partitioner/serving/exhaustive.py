@@ -63,7 +63,7 @@ def every_split(run: _Search, B: int, base: CostTables) -> bool | None:
         sp = splits_of(base, run.regime, run.order, _keep(run, base))
     else:
         sp = labels.label_splits(base, run.regime, run.order, n_min=B, w_cap=cap, r_cap=cap,
-                                 ttft_cap=math.inf if ttft is None else ttft * (1 + RTOL), n_clip=most * B,
+                                 ttft_cap=math.inf if ttft is None else ttft * (1 + RTOL), most=most,
                                  with_ttft=ttft is not None, work=labels.MAX_LABELS)
         if sp is None:
             return None

@@ -21,7 +21,9 @@ a node are dropped (every extension of the dominated one is dominated by the sam
 the other: max, + and min are monotone), as are labels that can no longer meet the caps (the
 rest of the layers add at least Σ min_g τ and Σ min_g τ_p).
 
-Contexts. Fixed order: (device, first device); the next device comes later in the listed order.
+Contexts. Fixed order: (device, first device); the next device comes later in the listed order,
+and a plan skips no device of a run of interchangeable neighbours (same class, below) to use a
+later one of that run: the run's first devices do the same in the same places of the order.
 Free order: (count vector v over device classes, first class, current class), with the classes
 of partitioner.solvers.dp.tables.classes (interchangeable devices: cost row, capacity and links)
 split further by prefill row, as the DP solvers' lattice (docs/algorithms.md §3b): links then
@@ -47,7 +49,8 @@ __all__ = ["MAX_LABELS", "LabelSplits", "label_splits"]
 
 MAX_LABELS = 3_000_000  # labels created (and contexts × layers) one batch's DP may spend
 
-_W, _R, _TTFT, _N, _S, _PARENT, _ROW = range(7)  # label columns
+_W, _R, _TTFT, _N, _S, _PARENT, _ROW = range(7)  # label columns (S: stages so far)
+_START, _SID, _IDX = range(7, 10)  # an extendable label's own node: its stage's first layer, node, row
 _SLACK = 1e-9  # caps are pruned against with this relative slack: keeping a label is always safe
 
 
@@ -95,6 +98,10 @@ def _contexts(t: CostTables, order: str, most: int) -> _Contexts | None:
     """The contexts of `order` (module doc), or None when there are more than `most`."""
     classes = [[g] for g in range(t.G)] if order == "fixed" else _free_classes(t)
     m = [len(c) for c in classes]
+    lead = [True] * t.G  # fixed order: the first device of a run of interchangeable neighbours
+    if order == "fixed":
+        kind = {g: c for c, members in enumerate(_free_classes(t)) for g in members}
+        lead = [g == 0 or kind[g - 1] != kind[g] for g in range(t.G)]
     ids: dict[tuple[tuple[int, ...], int, int], int] = {}
     keys: list[tuple[tuple[int, ...], int, int]] = []
 
@@ -108,7 +115,8 @@ def _contexts(t: CostTables, order: str, most: int) -> _Contexts | None:
         return classes[a][0], classes[b][1 if a == b else 0]
 
     free = order != "fixed"  # fixed order: the next device is later in the list, no count vector
-    starts = tuple(get((tuple(int(c == f) for c in range(len(m))) if free else (), f, f)) for f in range(len(m)))
+    starts = tuple(get((tuple(int(c == f) for c in range(len(m))) if free else (), f, f))
+                   for f in range(len(m)) if free or lead[f])
     succ: list[tuple[tuple[int, int, int], ...]] = []
     i = 0
     while i < len(keys):
@@ -117,7 +125,7 @@ def _contexts(t: CostTables, order: str, most: int) -> _Contexts | None:
         v, f, h = keys[i]
         nxt = []
         for h2 in range(len(m)):
-            if (v[h2] >= m[h2]) if free else h2 <= h:
+            if (v[h2] >= m[h2]) if free else (h2 <= h or not (lead[h2] or h2 == h + 1)):
                 continue
             v2 = tuple(x + (c == h2) for c, x in enumerate(v))
             nxt.append((get((v2, f, h2)), *pair(h, h2)))
@@ -132,39 +140,50 @@ def _contexts(t: CostTables, order: str, most: int) -> _Contexts | None:
         klass=np.array([h for _, _, h in keys], dtype=np.int64))
 
 
-def _pareto(A: np.ndarray, cols: tuple[int, ...]) -> np.ndarray:
-    """The rows of A no other row dominates on `cols` (less is better; N is negated by the
-    caller's column choice), the first of equal rows kept, in lexicographic order."""
+def _pareto(A: np.ndarray, cols: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """The rows of A no other row dominates on `cols` (less is better, N more), the first of
+    equal rows kept, in lexicographic order; and the comparisons made (work). A row dominated
+    by any earlier row is dominated by a kept one, so each block is compared with the kept rows
+    and with itself."""
     if A.shape[0] <= 1:
-        return A
+        return A, 1
     X = A[:, cols] * np.array([-1.0 if c == _N else 1.0 for c in cols])
     rank = np.lexsort(X.T[::-1])
     A, X = A[rank], X[rank]
     if len(cols) == 1:
-        return A[:1]
+        return A[:1], A.shape[0]
     if len(cols) == 2:
         prev = np.minimum.accumulate(np.concatenate(([np.inf], X[:-1, 1])))
-        return A[X[:, 1] < prev]
-    keep = np.ones(A.shape[0], dtype=bool)
-    for lo in range(1, A.shape[0], 256):  # row i is dominated by an earlier row (lex order)
-        hi = min(lo + 256, A.shape[0])
-        le = (X[None, :hi, :] <= X[lo:hi, None, :]).all(axis=2)  # (rows, earlier)
-        le &= np.arange(hi)[None, :] < np.arange(lo, hi)[:, None]
-        keep[lo:hi] = ~le.any(axis=1)
-    return A[keep]
+        return A[X[:, 1] < prev], A.shape[0]
+    keep = np.zeros(A.shape[0], dtype=bool)
+    kept = X[:0]
+    spent = 0
+    for lo in range(0, A.shape[0], 128):
+        blk = X[lo:lo + 128]
+        out = (blk[:, None, :] >= blk[None, :, :]).all(axis=2) & np.tri(blk.shape[0], k=-1, dtype=bool)
+        out = out.any(axis=1)
+        if kept.shape[0]:
+            out |= (blk[:, None, :] >= kept[None, :, :]).all(axis=2).any(axis=1)
+        spent += blk.shape[0] * (blk.shape[0] + kept.shape[0])
+        keep[lo:lo + blk.shape[0]] = ~out
+        kept = np.concatenate([kept, blk[~out]])
+    return A[keep], spent
 
 
-def label_splits(t: CostTables, regime: str, order: str, *, n_min: float, w_cap: float = math.inf,
-                 r_cap: float = math.inf, ttft_cap: float = math.inf, n_clip: float = math.inf,
-                 with_ttft: bool = True, with_n: bool = True, work: int = MAX_LABELS) -> LabelSplits | None:
+def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: float = math.inf,
+                 r_cap: float = math.inf, ttft_cap: float = math.inf, most: int = 1, with_ttft: bool = True,
+                 with_n: bool = True, work: int = MAX_LABELS) -> LabelSplits | None:
     """The splits of `t` no other dominates on (w_max, R, TTFT if `with_ttft`, N if `with_n`),
-    among those whose every stage holds `n_min` sequences and that can meet w_max <= w_cap,
-    R <= r_cap, TTFT <= ttft_cap (N is clipped at `n_clip`: more is never used); None past `work`."""
+    among those whose every stage holds `n_min` = B sequences and that can meet w_max <= w_cap,
+    R <= r_cap, TTFT <= ttft_cap; None past `work`. N is what the serve search reads of it: whole
+    batches, B·min(⌊N/B⌋, K_top) with K_top (`_k_top`) the most in flight any split can use."""
     L, J = t.L, t.L + 1
     ctx = _contexts(t, order, max(1, work // J))
     if ctx is None:
         return None
     T = _intervals(t)
+    T["N"] = np.minimum(np.floor(T["N"] / n_min), _k_top(t, T, w_cap, most)) * n_min
+    n_clip = float(T["N"].max())
     prefill = "taup" in T
     r_lb = np.concatenate([np.cumsum(t.cost.min(axis=0)[::-1])[::-1], [0.0]])
     p_lb = np.concatenate([np.cumsum(t.prefill_cost.min(axis=0)[::-1])[::-1], [0.0]]) if prefill else np.zeros(J)
@@ -172,52 +191,86 @@ def label_splits(t: CostTables, regime: str, order: str, *, n_min: float, w_cap:
     cols = (_W, _R) + ((_TTFT,) if with_ttft else ()) + ((_N,) if with_n else ())
     with np.errstate(divide="ignore"):
         beta = np.where(np.isinf(t.bandwidth_Bps), 0.0, t.return_bytes / t.bandwidth_Bps) + t.latency_s
-    pending: dict[tuple[int, int], list[np.ndarray]] = {}
-    for u in ctx.starts:
-        pending[(u, 0)] = [np.array([[0.0, 0.0, 0.0 if prefill else math.inf, n_clip, 0.0, -1.0, -1.0]])]
+    pred: list[list[tuple[int, int, int]]] = [[] for _ in ctx.succ]
+    for u, nxt in enumerate(ctx.succ):
+        for u2, a, b in nxt:
+            pred[u2].append((u, a, b))
     states: list[tuple[int, int]] = []
     rows: list[np.ndarray] = []
+    live: list[np.ndarray | None] = [None] * len(ctx.succ)  # per context: its labels still extendable
+    first = np.array([[0.0, 0.0, 0.0 if prefill else math.inf, n_clip, 0.0, -1.0, -1.0]])
     finals: list[np.ndarray] = []
     spent = 0
-    for j in range(L):
-        for u in sorted(u for (u, i) in pending if i == j):
-            A = _pareto(np.concatenate(pending.pop((u, j))), cols)
-            sid = len(states)
-            states.append((u, j))
-            rows.append(A)
-            g = int(ctx.device[u])
-            ks = np.arange(j + 1, J)
-            tau, n_st = T["tau"][g, j * J + ks], T["N"][g, j * J + ks]
-            taup = T["taup"][g, j * J + ks] if prefill else np.zeros(ks.size)
-            ok = (n_st >= n_min) & (tau <= w_top) & (tau + r_lb[ks] <= r_top) & (taup + p_lb[ks] <= p_top)
-            spent += A.shape[0] * int(ok.sum()) * (len(ctx.succ[u]) + 1) + 1
+
+    def settle(u: int, j: int, A: np.ndarray) -> int:  # node (u, j)'s labels, extendable from now on
+        A, spent = _pareto(A, cols)
+        sid = len(states)
+        states.append((u, j))
+        rows.append(A)
+        own = np.column_stack([A, np.full(A.shape[0], j), np.full(A.shape[0], sid), np.arange(A.shape[0])])
+        live[u] = own if live[u] is None else np.concatenate([live[u], own])
+        return spent
+
+    for u in ctx.starts:
+        spent += settle(u, 0, first)
+    for j in range(1, J):
+        incoming: dict[int, list[np.ndarray]] = {}
+        for u, C in enumerate(live):
+            if C is None or not C.shape[0]:
+                continue
+            spent += C.shape[0] * (len(ctx.succ[u]) + 1)
             if spent > work:
                 return None
-            base = np.column_stack([A[:, :_S], A[:, _S] + 1, np.full(A.shape[0], sid), np.arange(A.shape[0])])
-            if ok[-1]:
+            g, i = int(ctx.device[u]), C[:, _START].astype(np.int64)
+            tau, n_st = T["tau"][g, i * J + j], T["N"][g, i * J + j]
+            taup = T["taup"][g, i * J + j] if prefill else np.zeros(i.size)
+            ok = ((n_st >= n_min) & (np.maximum(C[:, _W], tau) <= w_top) & (C[:, _R] + tau + r_lb[j] <= r_top)
+                  & (C[:, _TTFT] + taup + p_lb[j] <= p_top))
+            if j < L:  # a stage [i, j) that fails these fails [i, j') for j' > j (module doc); not [0, L)
+                keep = ok | (i == 0)
+                live[u], C, tau, n_st, taup, ok = C[keep], C[keep], tau[keep], n_st[keep], taup[keep], ok[keep]
+            C, tau, n_st, taup = C[ok], tau[ok], n_st[ok], taup[ok]
+            if not C.shape[0]:
+                continue
+            base = np.column_stack([C[:, :_S], C[:, _S] + 1, C[:, _SID], C[:, _IDX]])
+            if j == L:
                 r = 0.0 if ctx.ret_from[u] < 0 else float(beta[ctx.ret_from[u], ctx.ret_to[u]])
-                hold = tau[-1] + (r if regime == "blocking" else 0.0)
-                lab = _extend(base, hold, tau[-1] + r, taup[-1], 0.0, n_st[-1])
+                lab = _extend(base, tau + (r if regime == "blocking" else 0.0), tau + r, taup, 0.0, n_st)
                 finals.append(lab[(lab[:, _W] <= w_top) & (lab[:, _R] <= r_top) & (lab[:, _TTFT] <= p_top)])
-            sel = np.flatnonzero(ok[:-1])
-            if sel.size == 0:
                 continue
             for u2, a, b in ctx.succ[u]:
-                k = ks[sel]
-                d = T["delay"][a, b, k - 1]
-                dp = T["delay_p"][a, b, k - 1] if prefill else np.zeros(k.size)
-                hold = tau[sel] + (d if regime == "blocking" else 0.0)
-                for c in range(k.size):
-                    lab = _extend(base, hold[c], tau[sel[c]] + d[c], taup[sel[c]], dp[c], n_st[sel[c]])
-                    lab = lab[(lab[:, _W] <= w_top) & (lab[:, _R] + r_lb[k[c]] <= r_top)
-                              & (lab[:, _TTFT] + p_lb[k[c]] <= p_top)]
-                    if lab.shape[0]:
-                        pending.setdefault((u2, int(k[c])), []).append(lab)
+                d = float(T["delay"][a, b, j - 1])
+                dp = float(T["delay_p"][a, b, j - 1]) if prefill else 0.0
+                lab = _extend(base, tau + (d if regime == "blocking" else 0.0), tau + d, taup, dp, n_st)
+                lab = lab[(lab[:, _W] <= w_top) & (lab[:, _R] + r_lb[j] <= r_top) & (lab[:, _TTFT] + p_lb[j] <= p_top)]
+                if lab.shape[0]:
+                    incoming.setdefault(u2, []).append(lab)
+        for u2 in sorted(incoming):
+            spent += settle(u2, j, np.concatenate(incoming[u2]))
+        if spent > work:
+            return None
     return _collect(ctx, t, states, rows, finals, cols, spent)
 
 
-def _extend(base: np.ndarray, hold: float, trip: float, taup: float, dp: float, n_st: float) -> np.ndarray:
-    """The labels `base` after one stage: w max hold, R + (τ + d), (TTFT + τ_p) + d_p, N min
+def _k_top(t: CostTables, T: dict[str, np.ndarray], w_cap: float, most: int) -> float:
+    """K beyond which no split gains (points.in_flight_points stops before it): K·w_max <= TPOT
+    cap, and beyond ⌈R/w_max⌉ a split is bottleneck-bound (more K adds TPOT, not tokens/s).
+    With w_lb = max_l min_g c[g][l] <= w_max and R <= Σ_l max_g c[g][l] + (S-1)·max d + max d_ret."""
+    w_lb = float(t.cost.min(axis=0).max())
+    if w_lb <= 0:
+        return float(most)
+    if math.isfinite(w_cap):
+        return float(min(most, math.floor(w_cap * (1 + _SLACK) / w_lb) + 1))
+    with np.errstate(divide="ignore"):
+        ret = np.where(np.isinf(t.bandwidth_Bps), 0.0, t.return_bytes / t.bandwidth_Bps) + t.latency_s
+    hop = float(T["delay"].max()) if t.G > 1 else 0.0
+    r_ub = float(t.cost.max(axis=0).sum()) + (min(t.G, t.L) - 1) * hop + float(ret.max())
+    return float(min(most, math.ceil(r_ub / w_lb) + 1))
+
+
+def _extend(base: np.ndarray, hold: np.ndarray, trip: np.ndarray, taup: np.ndarray, dp: float,
+            n_st: np.ndarray) -> np.ndarray:
+    """The labels `base` each after its stage: w max hold, R + (τ + d), (TTFT + τ_p) + d_p, N min
     (the order of splits._group's float operations)."""
     out = base.copy()
     np.maximum(out[:, _W], hold, out=out[:, _W])
@@ -230,7 +283,7 @@ def _extend(base: np.ndarray, hold: float, trip: float, taup: float, dp: float, 
 def _collect(ctx: _Contexts, t: CostTables, states: list[tuple[int, int]], rows: list[np.ndarray],
              finals: list[np.ndarray], cols: tuple[int, ...], spent: int) -> LabelSplits:
     """The non-dominated finished labels as Splits arrays, each traced back to its split."""
-    F = _pareto(np.concatenate(finals), cols) if finals else np.zeros((0, 7))
+    F = _pareto(np.concatenate(finals), cols)[0] if finals else np.zeros((0, 7))
     plans = []
     for lab in F:
         classes: list[int] = []
