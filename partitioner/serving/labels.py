@@ -38,6 +38,7 @@ proven"), so the answer never depends on the machine's load.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -186,21 +187,17 @@ def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: f
     n_clip = float(T["N"].max())
     prefill = "taup" in T
     r_lb = np.concatenate([np.cumsum(t.cost.min(axis=0)[::-1])[::-1], [0.0]])
-    p_lb = np.concatenate([np.cumsum(t.prefill_cost.min(axis=0)[::-1])[::-1], [0.0]]) if prefill else np.zeros(J)
+    p_lb = np.zeros(J)
+    if prefill and t.prefill_cost is not None:
+        p_lb[:L] = np.cumsum(t.prefill_cost.min(axis=0)[::-1])[::-1]
     w_top, r_top, p_top = (c * (1 + _SLACK) + 1e-15 for c in (w_cap, r_cap, ttft_cap))
     cols = (_W, _R) + ((_TTFT,) if with_ttft else ()) + ((_N,) if with_n else ())
     with np.errstate(divide="ignore"):
         beta = np.where(np.isinf(t.bandwidth_Bps), 0.0, t.return_bytes / t.bandwidth_Bps) + t.latency_s
-    pred: list[list[tuple[int, int, int]]] = [[] for _ in ctx.succ]
-    for u, nxt in enumerate(ctx.succ):
-        for u2, a, b in nxt:
-            pred[u2].append((u, a, b))
     states: list[tuple[int, int]] = []
     rows: list[np.ndarray] = []
     live: list[np.ndarray | None] = [None] * len(ctx.succ)  # per context: its labels still extendable
-    first = np.array([[0.0, 0.0, 0.0 if prefill else math.inf, n_clip, 0.0, -1.0, -1.0]])
     finals: list[np.ndarray] = []
-    spent = 0
 
     def settle(u: int, j: int, A: np.ndarray) -> int:  # node (u, j)'s labels, extendable from now on
         A, spent = _pareto(A, cols)
@@ -211,39 +208,43 @@ def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: f
         live[u] = own if live[u] is None else np.concatenate([live[u], own])
         return spent
 
-    for u in ctx.starts:
-        spent += settle(u, 0, first)
+    def advance(u: int, j: int, held: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        """Context u's live labels closing their stage at j: (successor, labels) after each hop,
+        (-1, labels) at j = L; labels whose stage can no longer meet the caps leave `live`."""
+        g, i = int(ctx.device[u]), held[:, _START].astype(np.int64)
+        tau, n_st = T["tau"][g, i * J + j], T["N"][g, i * J + j]
+        taup = T["taup"][g, i * J + j] if prefill else np.zeros(i.size)
+        ok = ((n_st >= n_min) & (np.maximum(held[:, _W], tau) <= w_top) & (held[:, _R] + tau + r_lb[j] <= r_top)
+              & (held[:, _TTFT] + taup + p_lb[j] <= p_top))
+        if j < L:  # a stage [i, j) that fails these fails [i, j') for j' > j (module doc); not [0, L)
+            live[u] = held[ok | (i == 0)]
+        base = np.column_stack([held[ok, :_S], held[ok, _S] + 1, held[ok, _SID], held[ok, _IDX]])
+        tau, n_st, taup = tau[ok], n_st[ok], taup[ok]
+        if j == L:
+            r = 0.0 if ctx.ret_from[u] < 0 else float(beta[ctx.ret_from[u], ctx.ret_to[u]])
+            lab = _extend(base, tau + (r if regime == "blocking" else 0.0), tau + r, taup, 0.0, n_st)
+            yield -1, lab[(lab[:, _W] <= w_top) & (lab[:, _R] <= r_top) & (lab[:, _TTFT] <= p_top)]
+            return
+        for u2, a, b in ctx.succ[u] if base.shape[0] else ():
+            d = float(T["delay"][a, b, j - 1])
+            dp = float(T["delay_p"][a, b, j - 1]) if prefill else 0.0
+            lab = _extend(base, tau + (d if regime == "blocking" else 0.0), tau + d, taup, dp, n_st)
+            yield u2, lab[(lab[:, _W] <= w_top) & (lab[:, _R] + r_lb[j] <= r_top) & (lab[:, _TTFT] + p_lb[j] <= p_top)]
+
+    spent = sum(settle(u, 0, np.array([[0.0, 0.0, 0.0 if prefill else math.inf, n_clip, 0.0, -1.0, -1.0]]))
+                for u in ctx.starts)
     for j in range(1, J):
         incoming: dict[int, list[np.ndarray]] = {}
-        for u, C in enumerate(live):
-            if C is None or not C.shape[0]:
+        for u, held in enumerate(live):
+            if held is None or not held.shape[0]:
                 continue
-            spent += C.shape[0] * (len(ctx.succ[u]) + 1)
+            spent += held.shape[0] * (len(ctx.succ[u]) + 1)
             if spent > work:
                 return None
-            g, i = int(ctx.device[u]), C[:, _START].astype(np.int64)
-            tau, n_st = T["tau"][g, i * J + j], T["N"][g, i * J + j]
-            taup = T["taup"][g, i * J + j] if prefill else np.zeros(i.size)
-            ok = ((n_st >= n_min) & (np.maximum(C[:, _W], tau) <= w_top) & (C[:, _R] + tau + r_lb[j] <= r_top)
-                  & (C[:, _TTFT] + taup + p_lb[j] <= p_top))
-            if j < L:  # a stage [i, j) that fails these fails [i, j') for j' > j (module doc); not [0, L)
-                keep = ok | (i == 0)
-                live[u], C, tau, n_st, taup, ok = C[keep], C[keep], tau[keep], n_st[keep], taup[keep], ok[keep]
-            C, tau, n_st, taup = C[ok], tau[ok], n_st[ok], taup[ok]
-            if not C.shape[0]:
-                continue
-            base = np.column_stack([C[:, :_S], C[:, _S] + 1, C[:, _SID], C[:, _IDX]])
-            if j == L:
-                r = 0.0 if ctx.ret_from[u] < 0 else float(beta[ctx.ret_from[u], ctx.ret_to[u]])
-                lab = _extend(base, tau + (r if regime == "blocking" else 0.0), tau + r, taup, 0.0, n_st)
-                finals.append(lab[(lab[:, _W] <= w_top) & (lab[:, _R] <= r_top) & (lab[:, _TTFT] <= p_top)])
-                continue
-            for u2, a, b in ctx.succ[u]:
-                d = float(T["delay"][a, b, j - 1])
-                dp = float(T["delay_p"][a, b, j - 1]) if prefill else 0.0
-                lab = _extend(base, tau + (d if regime == "blocking" else 0.0), tau + d, taup, dp, n_st)
-                lab = lab[(lab[:, _W] <= w_top) & (lab[:, _R] + r_lb[j] <= r_top) & (lab[:, _TTFT] + p_lb[j] <= p_top)]
-                if lab.shape[0]:
+            for u2, lab in advance(u, j, held):
+                if u2 < 0:
+                    finals.append(lab)
+                elif lab.shape[0]:
                     incoming.setdefault(u2, []).append(lab)
         for u2 in sorted(incoming):
             spent += settle(u2, j, np.concatenate(incoming[u2]))
