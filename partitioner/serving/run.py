@@ -48,11 +48,11 @@ import numpy as np
 
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
+from partitioner.serving import splits
 from partitioner.serving.capacity import sequence_cap
 from partitioner.serving.engine_sched import EngineSchedule, engine_in_flight, in_flight_grid
 from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
 from partitioner.serving.score import Serving, serving_of
-from partitioner.serving.splits import MAX_SPLITS
 
 __all__ = ["Rule"]
 
@@ -73,7 +73,7 @@ class Rule(Protocol):
 class _Search:
     def __init__(self, tables_at: Callable[[int], CostTables], regime: str, order: str, *, solver: str,
                  limits: Limits, deadline: float | None, exact: bool, rule: Rule | None = None,
-                 prune: bool = False, max_splits: int = MAX_SPLITS) -> None:
+                 prune: bool = False, max_splits: int | None = None) -> None:
         self.tables_at, self.regime, self.order, self.solver = tables_at, regime, order, solver
         self.limits, self.deadline, self.exact, self.rule = limits, deadline, exact, rule
         self.prune, self.pruned = prune, [0.0]  # the bounds of the batches pruning skipped
@@ -84,7 +84,8 @@ class _Search:
         self.fastest: tuple[float, Serving] | None = None  # least TPOT seen (for the error)
         self.quickest: tuple[float, Serving] | None = None  # least TTFT seen
         self.enumerate = exact and solver in ("auto", "brute")  # splits.py / labels.py where they apply
-        self.max_splits = max_splits  # above it a batch's splits are searched by labels.py, not listed
+        # above it a batch's splits are searched by labels.py, not listed (None: splits.MAX_SPLITS)
+        self.max_splits = splits.MAX_SPLITS if max_splits is None else max_splits
         self.enumerated = False  # some batch was searched over every split (its points are proven)
         self.room: dict[int, list[float]] = {}  # B -> [TPOT, TTFT] lower bounds at K = 1 (least-w_max route)
 
