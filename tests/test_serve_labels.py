@@ -80,7 +80,7 @@ def test_the_labels_answer_every_in_flight_count_as_every_split_does(chunk: int)
         cap = math.inf if seed % 3 == 0 else float(np.quantile(p1, r.uniform(0.0, 0.6))) * 2.0
         ttft_cap = math.inf if seed % 4 == 1 else float(np.quantile(every.ttft[fits], r.uniform(0.0, 0.6)))
         got = labels.label_splits(t, regime, order, n_min=B, w_cap=cap, r_cap=cap, ttft_cap=ttft_cap, most=64,
-                                  with_ttft=math.isfinite(ttft_cap), work=10**8)
+                                  keys=labels.KEYS if math.isfinite(ttft_cap) else ("w", "R", "N"), work=10**8)
         assert got is not None
         for K, _ in in_flight_points(every, B, cap, every.ttft <= ttft_cap, 64):  # the K the search visits
             want = _least(every.w, every.trip, every.ttft, every.N, B, K, cap, ttft_cap)

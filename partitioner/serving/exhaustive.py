@@ -64,7 +64,7 @@ def every_split(run: _Search, B: int, base: CostTables) -> bool | None:
     else:
         sp = labels.label_splits(base, run.regime, run.order, n_min=B, w_cap=cap, r_cap=cap,
                                  ttft_cap=math.inf if ttft is None else ttft * (1 + RTOL), most=most,
-                                 with_ttft=ttft is not None, work=labels.MAX_LABELS)
+                                 keys=labels.KEYS if ttft is not None else ("w", "R", "N"), work=labels.MAX_LABELS)
         if sp is None:
             return None
     run.solves += 1
@@ -94,16 +94,18 @@ def every_split(run: _Search, B: int, base: CostTables) -> bool | None:
 
 
 def _none_within(run: _Search, B: int, base: CostTables) -> bool | None:
-    """No non-dominated split within the caps at batch B: the least TPOT and TTFT of the splits
-    that hold B sequences, for the error (labels.py without caps); False when none does, None
-    when that DP runs out of work."""
-    sp = labels.label_splits(base, run.regime, run.order, n_min=B, with_n=False, work=labels.MAX_LABELS)
-    if sp is None:
-        return None
-    if not sp.w.size:
-        return False
-    run.enumerated = True
-    _closest(run, sp, B, base)
+    """No split within the limits at batch B (labels.py). While the search has no point yet:
+    the least TPOT at K = 1 and the least TTFT of the splits that hold B sequences, for the
+    error, and False when none does (the grid ends); None when a DP runs out of work. With a
+    point, True: the grid goes on, each batch's capped search ends early."""
+    for keys in () if run.ok else (("w", "R"), ("ttft",)):
+        sp = labels.label_splits(base, run.regime, run.order, n_min=B, keys=keys, work=labels.MAX_LABELS)
+        if sp is None:
+            return None
+        if not sp.w.size:
+            return False
+        run.enumerated = True
+        _closest(run, sp, B, base)
     return True
 
 

@@ -46,11 +46,12 @@ import numpy as np
 from partitioner.problem import CostTables
 from partitioner.serving.splits import Splits, _intervals
 
-__all__ = ["MAX_LABELS", "LabelSplits", "label_splits"]
+__all__ = ["KEYS", "MAX_LABELS", "LabelSplits", "label_splits"]
 
 MAX_LABELS = 3_000_000  # labels created (and contexts × layers) one batch's DP may spend
 
 _W, _R, _TTFT, _N, _S, _PARENT, _ROW = range(7)  # label columns (S: stages so far)
+KEYS = ("w", "R", "ttft", "N")  # the criteria, in column order
 _START, _SID, _IDX = range(7, 10)  # an extendable label's own node: its stage's first layer, node, row
 _SLACK = 1e-9  # caps are pruned against with this relative slack: keeping a label is always safe
 
@@ -172,10 +173,11 @@ def _pareto(A: np.ndarray, cols: tuple[int, ...]) -> tuple[np.ndarray, int]:
 
 
 def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: float = math.inf,
-                 r_cap: float = math.inf, ttft_cap: float = math.inf, most: int = 1, with_ttft: bool = True,
-                 with_n: bool = True, work: int = MAX_LABELS) -> LabelSplits | None:
-    """The splits of `t` no other dominates on (w_max, R, TTFT if `with_ttft`, N if `with_n`),
-    among those whose every stage holds `n_min` = B sequences and that can meet w_max <= w_cap,
+                 r_cap: float = math.inf, ttft_cap: float = math.inf, most: int = 1,
+                 keys: tuple[str, ...] = KEYS, work: int = MAX_LABELS) -> LabelSplits | None:
+    """The splits of `t` no other dominates on `keys` (of KEYS: w_max, R, TTFT, N; one per
+    non-dominated vector, so a single key gives one split of its least value), among those
+    whose every stage holds `n_min` = B sequences and that can meet w_max <= w_cap,
     R <= r_cap, TTFT <= ttft_cap; None past `work`. N is what the serve search reads of it: whole
     batches, B·min(⌊N/B⌋, K_top) with K_top (`_k_top`) the most in flight any split can use."""
     L, J = t.L, t.L + 1
@@ -191,7 +193,7 @@ def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: f
     if prefill and t.prefill_cost is not None:
         p_lb[:L] = np.cumsum(t.prefill_cost.min(axis=0)[::-1])[::-1]
     w_top, r_top, p_top = (c * (1 + _SLACK) + 1e-15 for c in (w_cap, r_cap, ttft_cap))
-    cols = (_W, _R) + ((_TTFT,) if with_ttft else ()) + ((_N,) if with_n else ())
+    cols = tuple(KEYS.index(k) for k in keys)  # KEYS are the first label columns
     with np.errstate(divide="ignore"):
         beta = np.where(np.isinf(t.bandwidth_Bps), 0.0, t.return_bytes / t.bandwidth_Bps) + t.latency_s
     states: list[tuple[int, int]] = []
@@ -255,18 +257,20 @@ def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: f
 
 def _k_top(t: CostTables, T: dict[str, np.ndarray], w_cap: float, most: int) -> float:
     """K beyond which no split gains (points.in_flight_points stops before it): K·w_max <= TPOT
-    cap, and beyond ⌈R/w_max⌉ a split is bottleneck-bound (more K adds TPOT, not tokens/s).
-    With w_lb = max_l min_g c[g][l] <= w_max and R <= Σ_l max_g c[g][l] + (S-1)·max d + max d_ret."""
+    cap, and beyond ⌈R/w_max⌉ a split is bottleneck-bound (more K adds TPOT, not tokens/s),
+    where R <= S·τ_max + (S-1)·max d + max d_ret, w_max >= τ_max and w_max >= w_lb =
+    max_l min_g c[g][l], so R/w_max <= S + ((S-1)·max d + max d_ret) / w_lb."""
     w_lb = float(t.cost.min(axis=0).max())
     if w_lb <= 0:
         return float(most)
-    if math.isfinite(w_cap):
-        return float(min(most, math.floor(w_cap * (1 + _SLACK) / w_lb) + 1))
+    S = min(t.G, t.L)
     with np.errstate(divide="ignore"):
         ret = np.where(np.isinf(t.bandwidth_Bps), 0.0, t.return_bytes / t.bandwidth_Bps) + t.latency_s
-    hop = float(T["delay"].max()) if t.G > 1 else 0.0
-    r_ub = float(t.cost.max(axis=0).sum()) + (min(t.G, t.L) - 1) * hop + float(ret.max())
-    return float(min(most, math.ceil(r_ub / w_lb) + 1))
+    hop = float(T["delay"][..., :-1].max()) if t.G > 1 and t.L > 1 else 0.0
+    top = S + math.ceil(((S - 1) * hop + float(ret.max())) / w_lb) + 1
+    if math.isfinite(w_cap):
+        top = min(top, math.floor(w_cap * (1 + _SLACK) / w_lb) + 1)
+    return float(min(most, top))
 
 
 def _extend(base: np.ndarray, hold: np.ndarray, trip: np.ndarray, taup: np.ndarray, dp: float,
