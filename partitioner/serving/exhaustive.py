@@ -4,8 +4,9 @@ TTFT limits, proven, so the per-(B, K) answer and the frontier are exact.
 `every_split` is what `partitioner.serving.run._Search.one_batch` does at a batch with an exact
 solver choice (auto, brute): up to `splits.MAX_SPLITS` splits (the run's `max_splits`) it scores
 every split (splits.py); beyond, it searches the non-dominated splits with the label DP
-(labels.py), which answers every (B, K) alike, within `labels.MAX_LABELS` of work, else the
-batch takes the least-w_max route. The K range is `points.in_flight_points`.
+(labels.py), which answers every (B, K) alike, within `labels.MAX_LABELS` of work per batch
+and SEARCH_LABELS per search; past either (and after a batch ran out) a batch takes the
+least-w_max route. The K range is `points.in_flight_points`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from partitioner.serving.splits import Splits, split_count, splits_of
 if TYPE_CHECKING:
     from partitioner.serving.run import _Search
 
-__all__ = ["applies", "every_split", "split_point"]
+__all__ = ["SEARCH_LABELS", "applies", "every_split", "split_point"]
+
+SEARCH_LABELS = 10 * labels.MAX_LABELS  # label work one search spends over its batches (then least-w_max)
 
 
 def applies(run: _Search, base: CostTables) -> bool:
@@ -62,9 +65,13 @@ def every_split(run: _Search, B: int, base: CostTables) -> bool | None:
     if listed:
         sp = splits_of(base, run.regime, run.order, _keep(run, base))
     else:
+        if not 0 <= run.label_work <= SEARCH_LABELS:
+            return None
         sp = labels.label_splits(base, run.regime, run.order, n_min=B, w_cap=cap, r_cap=cap,
                                  ttft_cap=math.inf if ttft is None else ttft * (1 + RTOL), most=most,
-                                 keys=labels.KEYS if ttft is not None else ("w", "R", "N"), work=labels.MAX_LABELS)
+                                 keys=labels.KEYS if ttft is not None else ("w", "R", "N"), work=labels.MAX_LABELS,
+                                 stop=run.timed_out)
+        run.label_work = -1 if sp is None else run.label_work + sp.work
         if sp is None:
             return None
     run.solves += 1
@@ -99,7 +106,8 @@ def _none_within(run: _Search, B: int, base: CostTables) -> bool | None:
     error, and False when none does (the grid ends); None when a DP runs out of work. With a
     point, True: the grid goes on, each batch's capped search ends early."""
     for keys in () if run.ok else (("w", "R"), ("ttft",)):
-        sp = labels.label_splits(base, run.regime, run.order, n_min=B, keys=keys, work=labels.MAX_LABELS)
+        sp = labels.label_splits(base, run.regime, run.order, n_min=B, keys=keys, work=labels.MAX_LABELS,
+                                 stop=run.timed_out)
         if sp is None:
             return None
         if not sp.w.size:

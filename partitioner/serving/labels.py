@@ -38,7 +38,7 @@ proven"), so the answer never depends on the machine's load.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,11 +174,12 @@ def _pareto(A: np.ndarray, cols: tuple[int, ...]) -> tuple[np.ndarray, int]:
 
 def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: float = math.inf,
                  r_cap: float = math.inf, ttft_cap: float = math.inf, most: int = 1,
-                 keys: tuple[str, ...] = KEYS, work: int = MAX_LABELS) -> LabelSplits | None:
+                 keys: tuple[str, ...] = KEYS, work: int = MAX_LABELS,
+                 stop: Callable[[], bool] = lambda: False) -> LabelSplits | None:
     """The splits of `t` no other dominates on `keys` (of KEYS: w_max, R, TTFT, N; one per
     non-dominated vector, so a single key gives one split of its least value), among those
     whose every stage holds `n_min` = B sequences and that can meet w_max <= w_cap,
-    R <= r_cap, TTFT <= ttft_cap; None past `work`. N is what the serve search reads of it: whole
+    R <= r_cap, TTFT <= ttft_cap; None past `work` or once `stop()` (a user's time limit). N is what the serve search reads of it: whole
     batches, B·min(⌊N/B⌋, K_top) with K_top (`_k_top`) the most in flight any split can use."""
     L, J = t.L, t.L + 1
     ctx = _contexts(t, order, max(1, work // J))
@@ -250,7 +251,7 @@ def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: f
                     incoming.setdefault(u2, []).append(lab)
         for u2 in sorted(incoming):
             spent += settle(u2, j, np.concatenate(incoming[u2]))
-        if spent > work:
+        if spent > work or stop():
             return None
     return _collect(ctx, t, states, rows, finals, cols, spent)
 

@@ -86,6 +86,7 @@ class _Search:
         self.enumerate = exact and solver in ("auto", "brute")  # splits.py / labels.py where they apply
         # above it a batch's splits are searched by labels.py, not listed (None: splits.MAX_SPLITS)
         self.max_splits = splits.MAX_SPLITS if max_splits is None else max_splits
+        self.label_work = 0  # labels.py's work so far; -1 once a batch ran out (the rest take the least-w_max route)
         self.enumerated = False  # some batch was searched over every split (its points are proven)
         self.room: dict[int, list[float]] = {}  # B -> [TPOT, TTFT] lower bounds at K = 1 (least-w_max route)
 
