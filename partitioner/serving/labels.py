@@ -30,9 +30,10 @@ split further by prefill row, as the DP solvers' lattice (docs/algorithms.md §3
 depend only on the two classes, so (v, first, current) determine every hop. Each class's
 devices are used in listed order.
 
-The DP is bounded in work (labels created, contexts × layers), not in time: past `work` it
-returns None and the serve search takes its least-w_max route for that batch (bounds, "not
-proven"), so the answer never depends on the machine's load.
+The DP is bounded in work, not in time: labels extended plus dominance comparisons (and
+contexts × layers before it starts). Past `work` it returns None and the serve search takes its
+least-w_max route for that batch (bounds, "not proven"), so the answer never depends on the
+machine's load; only a user's time limit (`stop`) cuts it by the clock.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from partitioner.serving.splits import Splits, _intervals
 
 __all__ = ["KEYS", "MAX_LABELS", "LabelSplits", "label_splits"]
 
-MAX_LABELS = 3_000_000  # labels created (and contexts × layers) one batch's DP may spend
+MAX_LABELS = 3_000_000  # work (labels extended + comparisons) one batch's DP may spend: ~1 s on one idle core
 
 _W, _R, _TTFT, _N, _S, _PARENT, _ROW = range(7)  # label columns (S: stages so far)
 KEYS = ("w", "R", "ttft", "N")  # the criteria, in column order
