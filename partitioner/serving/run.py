@@ -3,9 +3,11 @@
 The state of one `partitioner.serving.search.search`: for each batch B (the grid of that module
 doc), K in flight runs upward, each point (B, K) scored by the closed-loop decode model
 (analysis.closed_loop, score.py) and bounded, and the points that could beat the best are
-tightened. A batch whose splits are few enough is searched over every split instead
-(partitioner.serving.exhaustive: exact per point, limits inside); the rest of this doc is the
-least-w_max route of larger instances. Why its bounds hold:
+tightened. With an exact solver a batch is searched over every split instead
+(partitioner.serving.exhaustive: every split listed, or its non-dominated splits found by the
+label DP of serving.labels; exact per point, limits inside); the rest of this doc is the
+least-w_max route of the batches that route cannot take (work ran out, an engine rule above
+MAX_SPLITS, baselines). Why its bounds hold:
 - K. For one split, tokens/s = B·min(1/w_max, K/R) grows with K until K·w_max >= R and is flat
   after, while P = max(K·w_max, R) only grows. More K also shrinks the set of splits that fit,
   so the least w_max, w*(K), never falls. Hence once the optimal split at K has P = K·w_max, no
