@@ -34,13 +34,14 @@ SEARCH_LABELS = 10 * labels.MAX_LABELS  # label work one search spends over its 
 
 def applies(run: _Search, base: CostTables) -> bool:
     """Whether batch `base` is searched over every split: an exact solver choice (auto, brute),
-    at most `run.max_splits` splits or no engine order rule (the label DP does not take one),
+    at most `run.max_splits` splits or, for the label DP, `run.labels` and no engine order rule,
     and the scoring splits.py repeats: the free-memory KV capacity
     and the closed-loop P and single-prompt TTFT with K free. Tables that carry an engine's own
     KV pool (`kv_pool`), a request mix (`request_mix`: tokens/s and TTFT under load) or an engine
     that fixes K by the pipeline depth (`engine_id` in serving.engine_sched's SCHEDULED_ENGINES)
     take the least-w_max route until splits.py models them."""
-    if not run.enumerate or (split_count(base.G, base.L, run.order) > run.max_splits and run.rule is not None):
+    if not run.enumerate or (split_count(base.G, base.L, run.order) > run.max_splits
+                             and (run.rule is not None or not run.labels)):
         return False
     if getattr(base, "kv_pool", None) is not None or getattr(base, "request_mix", None) is not None:
         return False

@@ -75,7 +75,7 @@ class Rule(Protocol):
 class _Search:
     def __init__(self, tables_at: Callable[[int], CostTables], regime: str, order: str, *, solver: str,
                  limits: Limits, deadline: float | None, exact: bool, rule: Rule | None = None,
-                 prune: bool = False, max_splits: int | None = None) -> None:
+                 prune: bool = False, max_splits: int | None = None, labels: bool | None = None) -> None:
         self.tables_at, self.regime, self.order, self.solver = tables_at, regime, order, solver
         self.limits, self.deadline, self.exact, self.rule = limits, deadline, exact, rule
         self.prune, self.pruned = prune, [0.0]  # the bounds of the batches pruning skipped
@@ -89,6 +89,7 @@ class _Search:
         # above it a batch's splits are searched by labels.py, not listed (None: splits.MAX_SPLITS)
         self.max_splits = splits.MAX_SPLITS if max_splits is None else max_splits
         self.label_work = 0  # labels.py's work so far; -1 once a batch ran out (the rest take the least-w_max route)
+        self.labels = not prune if labels is None else labels  # labels.py above max_splits (module doc)
         self.enumerated = False  # some batch was searched over every split (its points are proven)
         self.room: dict[int, list[float]] = {}  # B -> [TPOT, TTFT] lower bounds at K = 1 (least-w_max route)
 

@@ -16,8 +16,8 @@ least P within the limits (the only split no other at that (B, K) dominates):
   the round trip are inside the inner problem, blocking included (its closed-loop σ with
   d_ret), each point is proven, and the frontier is every non-dominated (tokens/s, TPOT) plan
   of the grid. An engine order rule (`rule`) is applied only to listed splits;
-- otherwise (a baseline solver, an engine rule above MAX_SPLITS, a batch whose label DP ran
-  out of work) the "throughput" objective with M = K: the exact solvers return the split with the
+- otherwise (a baseline solver, an engine rule above MAX_SPLITS, a replica search's `prune`
+  above MAX_SPLITS, a batch whose label DP ran out of work) the "throughput" objective with M = K: the exact solvers return the split with the
   least w_max (tau_max async, open-loop sigma_max blocking) and, among those, the least Στ + Σd,
   under that memory; the limits are checked on the plans found, bounds and tightening
   (partitioner.serving.run) report the gap, and when no plan found meets a limit that the
@@ -142,6 +142,7 @@ def search(
     prune: bool = False,
     start: int | None = None,
     max_splits: int | None = None,
+    labels: bool | None = None,
 ) -> SearchResult:
     """The best (B, K, split) and the Pareto frontier (module doc). `batches=None`: the roofline
     grid up to the memory limit; else the given batch sizes in rising order. `progress(B, best
@@ -149,14 +150,16 @@ def search(
     time limit) stop the grid and return the best plan so far, without a bound. `prune`, `start`:
     partitioner.serving.run's module doc, "Pruning". `max_splits`: the splits per batch up to
     which every split is listed (splits.py, None: its MAX_SPLITS); above, the label DP (labels.py)
-    searches them."""
+    searches them if `labels` (None: unless `prune`, the replica searches, which keep the
+    least-w_max route there: the label DP on every candidate replica costs minutes)."""
     from partitioner.solvers import BASELINES
 
     limits = limits or Limits()
     t0 = time.monotonic()
     deadline = None if time_limit_s is None else t0 + time_limit_s
     run = _Search(tables_at, regime, order, solver=solver, limits=limits, deadline=deadline,
-                  exact=solver not in BASELINES, rule=rule, prune=prune, max_splits=max_splits)
+                  exact=solver not in BASELINES, rule=rule, prune=prune, max_splits=max_splits,
+                  labels=labels)
     grid = serve_grid(batches, limits.max_batch)
     run.first_batch = grid[0]
     done: list[int] = []
