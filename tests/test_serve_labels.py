@@ -156,3 +156,11 @@ def test_the_work_is_counted_not_timed():
     two = labels.label_splits(t, regime, order, n_min=t.batch, most=64, work=one.work)
     assert two is not None and two.work == one.work and np.array_equal(two.w, one.w)
     assert labels.label_splits(t, regime, order, n_min=t.batch, most=64, work=one.work - 1) is None
+
+
+def test_replica_searches_take_the_label_search_only_when_asked():
+    both = Limits(tpot_s=3e-3, ttft_s=25e-3)
+    with pytest.raises(SolverError, match="not proven infeasible"):  # prune: the least-w_max route
+        search(_one_layer, [1, 2], order="free", limits=both, max_splits=0, prune=True)
+    got = search(_one_layer, [1, 2], order="free", limits=both, max_splits=0, prune=True, labels=True)
+    assert got.best.solution.devices == (2,) and got.status == "OPTIMAL"
