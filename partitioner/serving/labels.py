@@ -60,7 +60,7 @@ _SLACK = 1e-9  # caps are pruned against with this relative slack: keeping a lab
 @dataclass(frozen=True, eq=False)
 class LabelSplits(Splits):
     """The non-dominated splits as `Splits` arrays (exhaustive.py reads them alike); `plans[i]`
-    is split i's (devices, cuts). `work` is the labels the DP created."""
+    is split i's (devices, cuts). `work` is the work the DP counted (module doc)."""
 
     plans: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
     work: int = 0
