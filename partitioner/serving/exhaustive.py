@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -68,10 +68,9 @@ def every_split(run: _Search, B: int, base: CostTables) -> bool | None:
     else:
         if not 0 <= run.label_work <= SEARCH_LABELS:
             return None
-        sp = labels.label_splits(base, run.regime, run.order, n_min=B, w_cap=cap, r_cap=cap,
-                                 ttft_cap=math.inf if ttft is None else ttft * (1 + RTOL), most=most,
-                                 keys=labels.KEYS if ttft is not None else ("w", "R", "N"), work=labels.MAX_LABELS,
-                                 stop=run.timed_out)
+        sp = _labelled(run, base, n_min=B, w_cap=cap, r_cap=cap, most=most,
+                       ttft_cap=math.inf if ttft is None else ttft * (1 + RTOL),
+                       keys=labels.KEYS if ttft is not None else ("w", "R", "N"))
         run.label_work = -1 if sp is None else run.label_work + sp.work
         if sp is None:
             return None
@@ -107,8 +106,7 @@ def _none_within(run: _Search, B: int, base: CostTables) -> bool | None:
     error, and False when none does (the grid ends); None when a DP runs out of work. With a
     point, True: the grid goes on, each batch's capped search ends early."""
     for keys in () if run.ok else (("w", "R"), ("ttft",)):
-        sp = labels.label_splits(base, run.regime, run.order, n_min=B, keys=keys, work=labels.MAX_LABELS,
-                                 stop=run.timed_out)
+        sp = _labelled(run, base, n_min=B, keys=keys)
         if sp is None:
             return None
         if not sp.w.size:
@@ -116,6 +114,20 @@ def _none_within(run: _Search, B: int, base: CostTables) -> bool | None:
         run.enumerated = True
         _closest(run, sp, B, base)
     return True
+
+
+def _labelled(run: _Search, base: CostTables, **kw: Any) -> labels.LabelSplits | None:
+    """labels.label_splits on `base` as the run's solves go: none starts after a Ctrl-C in this
+    command, and one seen while it runs (partitioner.interrupts) stops it and the search."""
+    from partitioner import interrupts
+
+    interrupts.no_new_solve()
+    mark = interrupts.count()
+    sp = labels.label_splits(base, run.regime, run.order, work=labels.MAX_LABELS,
+                             stop=lambda: run.timed_out() or interrupts.since(mark), **kw)
+    if interrupts.since(mark):
+        raise KeyboardInterrupt
+    return sp
 
 
 def _closest(run: _Search, sp: Splits, B: int, base: CostTables) -> None:
