@@ -31,7 +31,8 @@ depend only on the two classes, so (v, first, current) determine every hop. Each
 devices are used in listed order.
 
 The DP is bounded in work, not in time: labels extended plus dominance comparisons (and
-contexts × layers before it starts). Past `work` it returns None and the serve search takes its
+contexts × layers before it starts). Past `work`, or from a quarter of the layers on once the
+work so far times (L/j)² exceeds 4·`work` (bound to run out), it returns None and the serve search takes its
 least-w_max route for that batch (bounds, "not proven"), so the answer never depends on the
 machine's load; only a user's time limit (`stop`) cuts it by the clock.
 """
@@ -252,8 +253,8 @@ def label_splits(t: CostTables, regime: str, order: str, *, n_min: int, w_cap: f
                     incoming.setdefault(u2, []).append(lab)
         for u2 in sorted(incoming):
             spent += settle(u2, j, np.concatenate(incoming[u2]))
-        if spent > work or stop():
-            return None
+        if spent > work or stop() or (4 * j >= L and spent * (L / j) ** 2 > 4 * work):
+            return None  # past the work, stopped, or on course past it (labels growing faster than j²)
     return _collect(ctx, t, states, rows, finals, cols, spent)
 
 
