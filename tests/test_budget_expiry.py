@@ -48,10 +48,11 @@ def test_ctrl_c_caught_inside_a_replica_solve_stops_the_whole_search(objective: 
 
     def solve_then_sigint(problem, name="auto", *a, **k):  # type: ignore[no-untyped-def]
         calls[0] += 1
-        found = real(problem, name, *a, **k)
-        if calls[0] == 3:
-            interrupts._seen[0] += 1  # what count_sigints' handler does on Ctrl-C
-        return found
+        try:
+            return real(problem, name, *a, **k)
+        finally:  # also when the solve raises (a bisection's solve at a batch that does not fit)
+            if calls[0] == 3:
+                interrupts._seen[0] += 1  # what count_sigints' handler does on Ctrl-C
 
     monkeypatch.setattr(solvers, "solve", solve_then_sigint)
     res = CliRunner().invoke(main, ["plan", str(REPO / "examples/models/llama-3.1-8b.yaml"),

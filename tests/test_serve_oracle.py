@@ -117,10 +117,16 @@ def _one_layer(B: int) -> CostTables:
     )
 
 
-def test_the_least_bottleneck_route_rescues_with_the_least_ttft_and_round_trip_splits(monkeypatch):
-    from partitioner.serving import exhaustive
+def _least_bottleneck_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on an instance too large to list every split whose label search runs out of work."""
+    from partitioner.serving import labels, splits
 
-    monkeypatch.setattr(exhaustive, "MAX_SPLITS", 0)  # as on an instance too large to score every split
+    monkeypatch.setattr(splits, "MAX_SPLITS", 0)
+    monkeypatch.setattr(labels, "MAX_LABELS", 0)
+
+
+def test_the_least_bottleneck_route_rescues_with_the_least_ttft_and_round_trip_splits(monkeypatch):
+    _least_bottleneck_route(monkeypatch)
     got = search(_two_gpus, [1, 2], order="free", limits=Limits(ttft_s=21e-3))  # the least-TTFT split: GPU 1
     assert got.best.solution.devices == (1,) and got.best.serving.ttft_s == pytest.approx(20e-3)
     assert got.status in ("OPTIMAL", "FEASIBLE") and got.proven == (got.status == "OPTIMAL")
@@ -131,11 +137,9 @@ def test_the_least_bottleneck_route_rescues_with_the_least_ttft_and_round_trip_s
 
 
 def test_a_limit_the_least_bottleneck_route_cannot_meet_is_not_proven_infeasible(monkeypatch):
-    from partitioner.serving import exhaustive
-
     both = Limits(tpot_s=3e-3, ttft_s=25e-3)  # only GPU 2 (2 ms, 20 ms) meets both
     assert search(_one_layer, [1], order="free", limits=both).best.solution.devices == (2,)
-    monkeypatch.setattr(exhaustive, "MAX_SPLITS", 0)  # least τ: GPU 0 (TTFT 50 ms); least TTFT: GPU 1 (5 ms)
+    _least_bottleneck_route(monkeypatch)  # least τ: GPU 0 (TTFT 50 ms); least TTFT: GPU 1 (5 ms)
     with pytest.raises(SolverError, match=r"no plan found that meets the TPOT limit 3 ms and the TTFT limit 25 ms, "
                                           r"not proven infeasible"):
         search(_one_layer, [1], order="free", limits=both)

@@ -1,9 +1,12 @@
-"""The serve search's batches over every split (splits.py): each K's least-TPOT split within the
-TPOT and TTFT limits, proven, so the per-(B, K) answer and the frontier are exact.
+"""The serve search's batches over every split: each K's least-TPOT split within the TPOT and
+TTFT limits, proven, so the per-(B, K) answer and the frontier are exact.
 
-`every_split` is what `partitioner.serving.run._Search.one_batch` does at a batch whose splits
-number at most `splits.MAX_SPLITS` with an exact solver choice (auto, brute); the K range is
-`points.in_flight_points`.
+`every_split` is what `partitioner.serving.run._Search.one_batch` does at a batch with an exact
+solver choice (auto, brute): up to `splits.MAX_SPLITS` splits (the run's `max_splits`) it scores
+every split (splits.py); beyond, it searches the non-dominated splits with the label DP
+(labels.py), which answers every (B, K) alike, within `labels.MAX_LABELS` of work per batch
+and SEARCH_LABELS per search; past either (and after a batch ran out) a batch takes the
+least-w_max route. The K range is `points.in_flight_points`.
 """
 
 from __future__ import annotations
@@ -11,29 +14,34 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
+from partitioner.serving import labels
 from partitioner.serving.points import Point, in_flight_points, limit_reason, with_in_flight
 from partitioner.serving.score import serving_of
-from partitioner.serving.splits import MAX_SPLITS, Splits, split_count, splits_of
+from partitioner.serving.splits import Splits, split_count, splits_of
 
 if TYPE_CHECKING:
     from partitioner.serving.run import _Search
 
-__all__ = ["applies", "every_split", "split_point"]
+__all__ = ["SEARCH_LABELS", "applies", "every_split", "split_point"]
+
+SEARCH_LABELS = 10 * labels.MAX_LABELS  # label work one search spends over its batches (then least-w_max)
 
 
 def applies(run: _Search, base: CostTables) -> bool:
     """Whether batch `base` is searched over every split: an exact solver choice (auto, brute),
-    at most MAX_SPLITS splits, and the scoring splits.py repeats: the free-memory KV capacity
+    at most `run.max_splits` splits or, for the label DP, `run.labels` and no engine order rule,
+    and the scoring splits.py repeats: the free-memory KV capacity
     and the closed-loop P and single-prompt TTFT with K free. Tables that carry an engine's own
     KV pool (`kv_pool`), a request mix (`request_mix`: tokens/s and TTFT under load) or an engine
     that fixes K by the pipeline depth (`engine_id` in serving.engine_sched's SCHEDULED_ENGINES)
     take the least-w_max route until splits.py models them."""
-    if not run.enumerate or split_count(base.G, base.L, run.order) > MAX_SPLITS:
+    if not run.enumerate or (split_count(base.G, base.L, run.order) > run.max_splits
+                             and (run.rule is not None or not run.labels)):
         return False
     if getattr(base, "kv_pool", None) is not None or getattr(base, "request_mix", None) is not None:
         return False
@@ -44,23 +52,39 @@ def applies(run: _Search, base: CostTables) -> bool:
     return getattr(base, "engine_id", None) not in getattr(sched, "SCHEDULED_ENGINES", ())
 
 
-def every_split(run: _Search, B: int, base: CostTables) -> bool:
-    """Batch B over every split (splits.py): at each K the least-TPOT split within the
-    limits, proven; False when nothing fits at K = 1."""
+def every_split(run: _Search, B: int, base: CostTables) -> bool | None:
+    """Batch B over every split (splits.py) or its non-dominated splits (labels.py): at each K
+    the least-TPOT split within the limits, proven; False when nothing fits at K = 1, None when
+    the label DP ran out of work (the caller takes the least-w_max route)."""
     from partitioner.limits import limit
 
-    sp = splits_of(base, run.regime, run.order, _keep(run, base))
-    run.solves += 1
-    if not (sp.N >= B).any():
-        return False
-    run.enumerated = True
-    if run.prune and run.ok and _cannot_beat(run, sp, B, limit("MAX_MICROBATCHES")):
-        return True
     tpot, ttft = run.limits.tpot_s, run.limits.ttft_s
     cap = math.inf if tpot is None else tpot * (1 + RTOL)
+    most = limit("MAX_MICROBATCHES")
+    listed = split_count(base.G, base.L, run.order) <= run.max_splits
+    sp: Splits | None
+    if listed:
+        sp = splits_of(base, run.regime, run.order, _keep(run, base))
+    else:
+        if not 0 <= run.label_work <= SEARCH_LABELS:
+            return None
+        sp = _labelled(run, base, n_min=B, w_cap=cap, r_cap=cap, most=most,
+                       ttft_cap=math.inf if ttft is None else ttft * (1 + RTOL),
+                       keys=labels.KEYS if ttft is not None else ("w", "R", "N"))
+        run.label_work = -1 if sp is None else run.label_work + sp.work
+        if sp is None:
+            return None
+    run.solves += 1
+    if not (sp.N >= B).any():
+        if listed or (tpot is None and ttft is None):
+            return False
+        return _none_within(run, B, base)
+    run.enumerated = True
+    if run.prune and run.ok and _cannot_beat(run, sp, B, most):
+        return True
     ttft_ok = np.ones(sp.w.shape, dtype=bool) if ttft is None else sp.ttft <= ttft * (1 + RTOL)
     found = False
-    for K, allowed in in_flight_points(sp, B, cap, ttft_ok, limit("MAX_MICROBATCHES")):
+    for K, allowed in in_flight_points(sp, B, cap, ttft_ok, most):
         fit = sp.N >= K * B
         period = np.maximum(K * sp.w, sp.trip)
         live = fit & allowed & ttft_ok & (period <= cap)
@@ -70,12 +94,49 @@ def every_split(run: _Search, B: int, base: CostTables) -> bool:
             run.all.append(point)
             found = True
     if not found and (tpot is not None or ttft is not None):  # what the error names
-        fit = sp.N >= B
-        for key in (np.maximum(sp.w, sp.trip), sp.ttft):
-            if np.isfinite(key[fit]).any():
-                s = split_point(run, sp, base, 1, int(np.flatnonzero(fit)[np.argmin(key[fit])]), 0.0).serving
-                run.closest(s)
+        if not listed:
+            return _none_within(run, B, base)
+        _closest(run, sp, B, base)
     return True
+
+
+def _none_within(run: _Search, B: int, base: CostTables) -> bool | None:
+    """No split within the limits at batch B (labels.py). While the search has no point yet:
+    the least TPOT at K = 1 and the least TTFT of the splits that hold B sequences, for the
+    error, and False when none does (the grid ends); None when a DP runs out of work. With a
+    point, True: the grid goes on, each batch's capped search ends early."""
+    for keys in () if run.ok else (("w", "R"), ("ttft",)):
+        sp = _labelled(run, base, n_min=B, keys=keys)
+        if sp is None:
+            return None
+        if not sp.w.size:
+            return False
+        run.enumerated = True
+        _closest(run, sp, B, base)
+    return True
+
+
+def _labelled(run: _Search, base: CostTables, **kw: Any) -> labels.LabelSplits | None:
+    """labels.label_splits on `base` as the run's solves go: none starts after a Ctrl-C in this
+    command, and one seen while it runs (partitioner.interrupts) stops it and the search."""
+    from partitioner import interrupts
+
+    interrupts.no_new_solve()
+    mark = interrupts.count()
+    sp = labels.label_splits(base, run.regime, run.order, work=labels.MAX_LABELS,
+                             stop=lambda: run.timed_out() or interrupts.since(mark), **kw)
+    if interrupts.since(mark):
+        raise KeyboardInterrupt
+    return sp
+
+
+def _closest(run: _Search, sp: Splits, B: int, base: CostTables) -> None:
+    """The splits of least TPOT at K = 1 and least TTFT that hold B sequences, seen by the error."""
+    fit = sp.N >= B
+    for key in (np.maximum(sp.w, sp.trip), sp.ttft):
+        if np.isfinite(key[fit]).any():
+            s = split_point(run, sp, base, 1, int(np.flatnonzero(fit)[np.argmin(key[fit])]), 0.0).serving
+            run.closest(s)
 
 
 def _cannot_beat(run: _Search, sp: Splits, B: int, most: int) -> bool:

@@ -3,9 +3,11 @@
 The state of one `partitioner.serving.search.search`: for each batch B (the grid of that module
 doc), K in flight runs upward, each point (B, K) scored by the closed-loop decode model
 (analysis.closed_loop, score.py) and bounded, and the points that could beat the best are
-tightened. A batch whose splits are few enough is searched over every split instead
-(partitioner.serving.exhaustive: exact per point, limits inside); the rest of this doc is the
-least-w_max route of larger instances. Why its bounds hold:
+tightened. With an exact solver a batch is searched over every split instead
+(partitioner.serving.exhaustive: every split listed, or its non-dominated splits found by the
+label DP of serving.labels; exact per point, limits inside); the rest of this doc is the
+least-w_max route of the batches that route cannot take (work ran out, an engine rule above
+MAX_SPLITS, baselines). Why its bounds hold:
 - K. For one split, tokens/s = B·min(1/w_max, K/R) grows with K until K·w_max >= R and is flat
   after, while P = max(K·w_max, R) only grows. More K also shrinks the set of splits that fit,
   so the least w_max, w*(K), never falls. Hence once the optimal split at K has P = K·w_max, no
@@ -48,6 +50,7 @@ import numpy as np
 
 from partitioner.errors import InfeasibleError, PartitionerError
 from partitioner.problem import RTOL, CostTables, Problem, Solution, evaluate, objective_key
+from partitioner.serving import splits
 from partitioner.serving.capacity import sequence_cap
 from partitioner.serving.engine_sched import batch_cap, engine_in_flight, in_flight_grid, schedule_of
 from partitioner.serving.points import Limits, Point, limit_reason, with_in_flight
@@ -73,7 +76,8 @@ class Rule(Protocol):
 class _Search:
     def __init__(self, tables_at: Callable[[int], CostTables], regime: str, order: str, *, solver: str,
                  limits: Limits, deadline: float | None, exact: bool, rule: Rule | None = None,
-                 prune: bool = False, budget: Budget | None = None) -> None:
+                 prune: bool = False, budget: Budget | None = None, max_splits: int | None = None,
+                 labels: bool | None = None) -> None:
         self.tables_at, self.regime, self.order, self.solver = tables_at, regime, order, solver
         self.budget = budget  # the caller's budget: its work counts this run's solves and points
         self.limits, self.deadline, self.exact, self.rule = limits, deadline, exact, rule
@@ -84,7 +88,11 @@ class _Search:
         self.first_batch = 1
         self.fastest: tuple[float, Serving] | None = None  # least TPOT seen (for the error)
         self.quickest: tuple[float, Serving] | None = None  # least TTFT seen
-        self.enumerate = exact and solver in ("auto", "brute")  # splits.py where it applies
+        self.enumerate = exact and solver in ("auto", "brute")  # splits.py / labels.py where they apply
+        # above it a batch's splits are searched by labels.py, not listed (None: splits.MAX_SPLITS)
+        self.max_splits = splits.MAX_SPLITS if max_splits is None else max_splits
+        self.label_work = 0  # labels.py's work so far; -1 once a batch ran out (the rest take the least-w_max route)
+        self.labels = not prune if labels is None else labels  # labels.py above max_splits (module doc)
         self.enumerated = False  # some batch was searched over every split (its points are proven)
         self.room: dict[int, list[float]] = {}  # B -> [TPOT, TTFT] lower bounds at K = 1 (least-w_max route)
 
@@ -191,7 +199,9 @@ class _Search:
         from partitioner.serving import exhaustive
 
         if exhaustive.applies(self, base):
-            return exhaustive.every_split(self, B, base)
+            done = exhaustive.every_split(self, B, base)
+            if done is not None:  # None: the label DP's work ran out, the least-w_max route follows
+                return done
         r_lb = float(np.sum(base.cost.min(axis=0)))
         if schedule_of(base).scheduled:
             return self.engine_batch(base, r_lb)

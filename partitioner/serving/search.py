@@ -8,12 +8,16 @@ An outer search over (B, K). For each B the cost tables are rebuilt (`tables_at(
 roofline depends on B, profiles interpolate their batch tables) and for each K the memory of
 every layer is its weights plus the KV of K·B sequences. The inner problem at (B, K) is the
 least P within the limits (the only split no other at that (B, K) dominates):
-- exact (`--solver auto` or `brute`, at most splits.MAX_SPLITS splits per batch: 2 GPUs
-  always, 3 up to 258 layers, 4 up to 37, 5 up to 15): every split, every device subset included, is
-  scored at once (splits.py, exhaustive.py), so the TPOT and TTFT limits and the round trip
-  are inside the inner problem, blocking included (its closed-loop σ with d_ret), each point is
-  proven, and the frontier is every non-dominated (tokens/s, TPOT) plan of the grid;
-- otherwise the "throughput" objective with M = K: the exact solvers return the split with the
+- exact (`--solver auto` or `brute`): up to splits.MAX_SPLITS splits per batch (2 GPUs
+  always, 3 up to 258 layers, 4 up to 37, 5 up to 15) every split, every device subset
+  included, is scored at once (splits.py, exhaustive.py); above, the label DP (labels.py)
+  finds the splits no other dominates in (w_max, R, TTFT, KV capacity) without listing them,
+  within labels.MAX_LABELS of counted work per batch. Either way the TPOT and TTFT limits and
+  the round trip are inside the inner problem, blocking included (its closed-loop σ with
+  d_ret), each point is proven, and the frontier is every non-dominated (tokens/s, TPOT) plan
+  of the grid. An engine order rule (`rule`) is applied only to listed splits;
+- otherwise (a baseline solver, an engine rule above MAX_SPLITS, a replica search's `prune`
+  above MAX_SPLITS, a batch whose label DP ran out of work) the "throughput" objective with M = K: the exact solvers return the split with the
   least w_max (tau_max async, open-loop sigma_max blocking) and, among those, the least Στ + Σd,
   under that memory; the limits are checked on the plans found, bounds and tightening
   (partitioner.serving.run) report the gap, and when no plan found meets a limit that the
@@ -78,15 +82,15 @@ def _no_point(run: _Search, limits: Limits) -> PartitionerError:
         return InfeasibleError(f"not even {first.batch} sequence(s) fit: " + explain_infeasible(with_in_flight(first, 1)))
     fastest, quickest = run.fastest, run.quickest
     tpot, ttft = limits.tpot_s, limits.ttft_s
-    least_w = run.exact and not run.enumerated  # the least-w_max route: blind to the limits
+    least_w = run.exact and (not run.enumerated or bool(run.room))  # some batch took the least-w_max route
     if (least_w and run.limits_open) or run.timed_out():
         return SolverError(
             "no plan found that meets " + " and ".join(
                 f"the {n} limit {fmt_time(v)}" for n, v in (("TPOT", tpot), ("TTFT", ttft)) if v is not None)
             + ", not proven infeasible: " + ("the time limit ran out" if run.timed_out() else
                                              "the limits are checked after each least-bottleneck solve; every "
-                                             f"split is scored only with --solver auto or brute and up to "
-                                             f"{MAX_SPLITS:,} splits"))
+                                             "split is searched only with --solver auto or brute, up to "
+                                             f"{MAX_SPLITS:,} splits or within the label search's work"))
     if least_w and run.room:  # its bounds proved it
         floors = [min(r[k] for r in run.room.values()) for k in (0, 1)]
         for name, limit, floor, what in (("TPOT", tpot, floors[0], "period"), ("TTFT", ttft, floors[1], "prefill")):
@@ -139,6 +143,8 @@ def search(
     prune: bool = False,
     start: int | None = None,
     budget: Budget | None = None,
+    max_splits: int | None = None,
+    labels: bool | None = None,
 ) -> SearchResult:
     """The best (B, K, split) and the Pareto frontier (module doc). `batches=None`: the roofline
     grid up to the memory limit; else the given batch sizes in rising order. `progress(B, best
@@ -147,14 +153,18 @@ def search(
     partitioner.serving.run's module doc, "Pruning". `budget` (partitioner.solvers.budget): the
     grid also stops once its work limit is reached, counting each solve and scored point, or its
     deadline passes or Ctrl-C was pressed; the search then charges it with that work. A work limit
-    cuts the grid at the same point on an idle and on a loaded machine."""
+    cuts the grid at the same point on an idle and on a loaded machine. `max_splits`: the splits
+    per batch up to which every split is listed (splits.py, None: its MAX_SPLITS); above, the label
+    DP (labels.py) searches them if `labels` (None: unless `prune`, the replica searches, which keep
+    the least-w_max route there: the label DP on every candidate replica costs minutes)."""
     from partitioner.solvers import BASELINES
 
     limits = limits or Limits()
     t0 = time.monotonic()
     deadline = None if time_limit_s is None else t0 + time_limit_s
     run = _Search(tables_at, regime, order, solver=solver, limits=limits, deadline=deadline,
-                  exact=solver not in BASELINES, rule=rule, prune=prune, budget=budget)
+                  exact=solver not in BASELINES, rule=rule, prune=prune, budget=budget, max_splits=max_splits,
+                  labels=labels)
     grid = serve_grid(batches, limits.max_batch)
     run.first_batch = grid[0]
     done: list[int] = []

@@ -16,7 +16,8 @@ argmin. Splits are every sequence of distinct devices (every subset: fewer GPUs 
 limit the whole set cannot; in listed order under `order: fixed`) times every composition of the
 layers into that many non-empty stages, exactly the brute force of `partitioner.solvers.brute`,
 vectorised as tests/oracle.py does. It applies while their count is at most MAX_SPLITS
-(`split_count`); beyond it the search uses the least-w_max solvers and reports its gap.
+(`split_count`); beyond it labels.py finds the non-dominated splits without listing them (the
+same answers), and past its work the search uses the least-w_max solvers and reports its gap.
 The formulas here repeat score.py's (the TTFT the limit checks is its single-pass `ttft_s`):
 exhaustive.py re-scores each chosen split with score.py and drops one it rejects, but a split
 these arrays rule out is never seen, so a change to score.py's P or TTFT must be made here too.
