@@ -90,7 +90,7 @@ def split_kinds(cluster: Any, fine: NodeKinds, p: int) -> NodeKinds:
             kinds.append(tuple(tuple(cards[i:i + p]) for i in range(0, len(cards), p)))
             labels.append(f"{p}×{label}")
         else:  # a machine's group p does not cut stays whole; machines of one GPU are whole already
-            kinds.append(((tuple(cards),) if one else tuple(units)))
+            kinds.append((tuple(cards),) if one else tuple(units))
             labels.append(label)
     return NodeKinds(tuple(kinds), tuple(labels))
 
