@@ -125,7 +125,7 @@ def search_family(units: Units, run: Callable[[NodeKinds, bool], Any], replicas:
     import dataclasses
 
     best: Any = None
-    where, proof, solved = "", None, 0
+    where, proof, solved, stopped = "", None, 0, ""
     for p, kinds in ((0, units.kinds), *units.splits):
         try:
             found = run(kinds, p > 0)
@@ -134,18 +134,21 @@ def search_family(units: Units, run: Callable[[NodeKinds, bool], Any], replicas:
             if p == 1:  # every partition of the GPUs searched: none holds `replicas` replicas
                 break
             continue
-        except (SolverError, KeyboardInterrupt):
+        except SolverError:  # stopped before it found `replicas` replicas
             if best is None:
                 raise
+            stopped = best.stopped or "time_limit"
             break
         if best is None or found.total > best.total * (1 + 1e-12):
             best, where = found, "whole machines" if p == 0 else f"machines in parts of {p} GPU{'s' if p > 1 else ''}"
-        if found.stopped:
+        if found.stopped:  # the time limit or Ctrl-C: the family ends with the best so far
+            stopped = found.stopped
             break
         if p == 1:
             proof = found
     if best is None:
         raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
+    best = dataclasses.replace(best, stopped=stopped or best.stopped)
     if proof is not None and math.isfinite(proof.upper_bound):
         optimal = proof.optimal and best.total <= proof.total * (1 + 1e-9)
         return dataclasses.replace(best, optimal=optimal, upper_bound=max(proof.upper_bound, best.total),
