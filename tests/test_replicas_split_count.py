@@ -130,3 +130,41 @@ def test_split_family_agrees_with_brute_force(seed: int, n: int, exhaustive: boo
         assert not d.optimal
     used = [st.device for p in d.replicas for st in p.stages]
     assert len(used) == len(set(used))
+
+
+def test_bridged_cards_are_one_kind_only_where_swapping_keeps_every_link() -> None:
+    from partitioner.deploy.kinds import gpu_kinds
+    from partitioner.models import load_cluster
+
+    rack = load_cluster(Path(__file__).parents[1] / "examples" / "clusters" / "a100-l4-t4.yaml")
+    assert gpu_kinds(rack).counts == (2, 2, 2, 4)  # the NVLink-bridged A100s swap; 135 GPU sets, not 1,024
+    devices = [{"name": f"g{i}", "gpu": "l4", "node": "box"} for i in range(3)]
+    one_way = ClusterSpec.model_validate({"devices": devices, "links": {"intra_node": "pcie4"}, "pairs": [
+        {"from": "g0", "to": "g1", "latency_ms": 0.01, "bandwidth_gb_s": 200},
+        {"from": "g1", "to": "g0", "latency_ms": 0.01, "bandwidth_gb_s": 100}]})
+    assert sorted(gpu_kinds(one_way).counts) == [1, 1, 1]  # g0 -> g1 is not g1 -> g0: no swap keeps it
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fixed_count_with_a_bridged_pair_agrees_with_brute_force(seed: int) -> None:
+    """One NVLink-bridged pair among 4-5 cards on two hosts: the bridged cards are one kind, and
+    --replicas 2 equals the brute force over every partition valued on the real links."""
+    rng = random.Random(seed)
+    layers = [{"name": "layer", "repeat": 4, "cost": {"l4": 0.007 * rng.uniform(0.8, 1.2)},
+               "memory_gb": rng.uniform(6, 12), "out_bytes": 4 << 20}]
+    model = ModelSpec.model_validate({"name": "m", "layers": layers, "workload": {"batch": 8}})
+    k = rng.choice([2, 3])
+    devices = [{"name": f"a{i}", "gpu": "l4", "node": "a"} for i in range(3)] + \
+              [{"name": f"b{i}", "gpu": "l4", "node": "b"} for i in range(k)]
+    cluster = ClusterSpec.model_validate({"devices": devices, "tp": [1], "links": {
+        "intra_node": "pcie3", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}, "pairs": [
+        {"from": "a0", "to": "a1", "latency_ms": 0.005, "bandwidth_gb_s": 300}]})
+    v = _values(model, cluster)
+    want = _over([[g] for g in range(len(devices))], 2, v)
+    if not math.isfinite(want):
+        with pytest.raises(InfeasibleError, match="cannot hold 2 replicas"):
+            plan_deployment(model, cluster, replicas=2, tp="off")
+        return
+    d = plan_deployment(model, cluster, replicas=2, tp="off")
+    assert len(d.replicas) == 2
+    assert d.tokens_per_s == pytest.approx(want, rel=1e-9)
