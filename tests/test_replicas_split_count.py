@@ -168,3 +168,31 @@ def test_fixed_count_with_a_bridged_pair_agrees_with_brute_force(seed: int) -> N
     d = plan_deployment(model, cluster, replicas=2, tp="off")
     assert len(d.replicas) == 2
     assert d.tokens_per_s == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("exhaustive", [True, False])
+def test_no_n_replicas_in_the_family_is_not_a_proof(exhaustive: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 4-GPU and a 2-GPU machine, a model needing 3 cards: 2 replicas exist (3 cards of the big
+    machine; its last card with the small machine), but not among whole machines or the big machine
+    in pairs. Searched to parts of one GPU the answer is those 2; without, "not proven" (exit 4),
+    never "cannot hold". 3 replicas need more memory than the 6 cards have: that is proven."""
+    from partitioner.deploy.plan import SearchStopped
+
+    monkeypatch.setattr(units, "MAX_UNIT_VECTORS", 1)
+    if not exhaustive:
+        monkeypatch.setattr(units, "MAX_SPLIT_VECTORS", 9)
+    layers = [{"name": "layer", "repeat": 6, "cost": {"l4": 0.007}, "memory_gb": 10.0, "out_bytes": 262144}]
+    model = ModelSpec.model_validate({"name": "m", "layers": layers, "workload": {"batch": 8}})
+    devices = [{"name": f"a{i}", "gpu": "l4", "node": "a"} for i in range(4)] + \
+              [{"name": f"b{i}", "gpu": "l4", "node": "b"} for i in range(2)]
+    cluster = ClusterSpec.model_validate({"devices": devices, "tp": [1], "links": {
+        "intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}})
+    if exhaustive:
+        d = plan_deployment(model, cluster, replicas=2, tp="off")
+        assert len(d.replicas) == 2 and not d.unused
+    else:
+        with pytest.raises(SearchStopped, match="not proven: no 2 replicas") as stop:
+            plan_deployment(model, cluster, replicas=2, tp="off")
+        assert math.isfinite(stop.value.upper_bound) and stop.value.exit_code == 4
+    with pytest.raises(InfeasibleError, match="cannot hold 3 replicas"):
+        plan_deployment(model, cluster, replicas=3, tp="off")

@@ -274,7 +274,8 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
     method = "replicas over GPU sets" if units.gpus else "replicas"
     try:
         if units.splits and count is not None:  # a fixed count above the GPU-set limit (deploy.units)
-            found, where = search_family(units, run, count)
+            usable = [g for g in range(len(cluster.devices)) if g not in dropped]
+            found, where = search_family(units, run, count, (len(usable), float(base.capacity_gb[usable].sum()), need))
             method = f"replicas over {where}"
         else:
             found = run(nk, units.gpus)

@@ -114,14 +114,17 @@ def _whole_groups(cluster: Any, fits: Callable[[list[int]], bool]) -> Callable[[
     return whole_groups
 
 
-def search_family(units: Units, run: Callable[[NodeKinds, bool], Any], replicas: int) -> tuple[Any, str]:
+def search_family(units: Units, run: Callable[[NodeKinds, bool], Any], replicas: int,
+                  room: tuple[int, float, float] = (0, math.inf, 0.0)) -> tuple[Any, str]:
     """The best ReplicaSearch of whole machines (`run(units.kinds, False)`) and of each split of
     `units.splits` (`run(parts, True)`: GPU units, each replica planned on its own parts), and
     which one it is. Parts of one GPU are every partition of the GPUs: when that member runs to
     the end its proof and upper bound stand for the answer; otherwise the answer is not proven
     and its upper bound is left to the caller (inf here). InfeasibleError when no member holds
-    `replicas` replicas; a search stopped by the time limit or Ctrl-C ends the family with the best
-    so far."""
+    `replicas` replicas and that is proven: parts of one GPU searched, or `room` = (usable GPUs,
+    their memory, the memory a replica needs) short of `replicas` replicas; else SolverError (not
+    proven: other splits of the GPUs may hold them). A search stopped by the time limit or Ctrl-C
+    ends the family with the best so far."""
     import dataclasses
 
     best: Any = None
@@ -147,7 +150,14 @@ def search_family(units: Units, run: Callable[[NodeKinds, bool], Any], replicas:
         if p == 1:
             proof = found
     if best is None:
-        raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
+        gpus, have, need = room
+        if any(p == 1 for p, _ in units.splits) or replicas > gpus or have * (1 + 1e-9) < replicas * need:
+            raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
+        sizes = ", ".join(str(p) for p, _ in units.splits)
+        raise SolverError(f"not proven: no {replicas} replicas among whole machines"
+                          + (f" or machines cut into parts of {sizes} GPUs" if sizes else "")
+                          + f"; other splits of the GPUs may hold {replicas} (more than {MAX_UNIT_VECTORS} GPU sets, "
+                          "not all searched)")
     best = dataclasses.replace(best, stopped=stopped or best.stopped)
     if proof is not None and math.isfinite(proof.upper_bound):
         optimal = proof.optimal and best.total <= proof.total * (1 + 1e-9)
