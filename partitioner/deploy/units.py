@@ -12,9 +12,10 @@ count search it. Above, `auto` searches whole nodes with the node packing. Where
 machine has one GPU the two spaces are the same.
 
 A fixed count above MAX_UNIT_VECTORS searches a bounded family instead (`Units.splits`, searched by
-`search_family`): whole machines, and for each part size p that divides a machine's group of
-interchangeable cards (one GPU kind of `gpu_kinds`), the machines cut into parts of p of those
-cards (a group p does not divide stays whole), each family member a search over its parts as GPU
+`search_family`): whole machines, and for each part size p (a divisor of the size of a machine's
+group of interchangeable cards, one GPU kind of `gpu_kinds`, or the fewest of its cards that hold
+the model) the machines cut into parts of p of those cards (what is left of a group, one part),
+each family member a search over its parts as GPU
 units (exact over the partitions of those parts into N replicas) with at most MAX_SPLIT_VECTORS
 vectors, coarsest first. So `--replicas 16` on 4 machines of 8 GPUs is 16 parts of 2. The best of
 the family is an answer with exactly N replicas. Parts of one GPU are every partition of the GPUs,
@@ -69,7 +70,7 @@ def search_units(cluster: Any, count: int | None, tp: str, fits: Callable[[list[
         return Units(fine, True, fits_units)
     if count is None:  # auto: whole nodes, a lone machine packed into several (deploy.split)
         return Units(nodes, False, fits)
-    parts = ((p, split_kinds(cluster, fine, p)) for p in _part_sizes(cluster, fine))
+    parts = ((p, split_kinds(cluster, fine, p)) for p in _part_sizes(cluster, fine, fits_units))
     splits = tuple((p, kinds) for p, kinds in parts if math.prod(n + 1 for n in kinds.counts) <= MAX_SPLIT_VECTORS)
     sizes = ", ".join(str(p) for p, _ in splits)
     return Units(nodes, False, fits_units, splits=splits, note=(
@@ -79,26 +80,35 @@ def search_units(cluster: Any, count: int | None, tp: str, fits: Callable[[list[
 
 
 def split_kinds(cluster: Any, fine: NodeKinds, p: int) -> NodeKinds:
-    """`fine` (gpu_kinds) with every kind of n > p cards on one machine cut into n / p parts of p
-    cards where p divides n, else one part of all n; the parts of one kind are interchangeable, as
-    its cards are."""
-    kinds, labels = [], []
+    """`fine` (gpu_kinds) with every kind of n > p cards on one machine cut into n // p parts of p
+    cards (one kind: interchangeable, as its cards are) and the n % p cards left as one part (a kind
+    of its own); a kind of at most p cards is one part, machines of one GPU are whole already."""
+    kinds: list[tuple[tuple[int, ...], ...]] = []
+    labels: list[str] = []
     for units, label in zip(fine.kinds, fine.labels, strict=True):
         cards = [g for unit in units for g in unit]
-        one = len({cluster.devices[g].node for g in cards}) == 1
-        if one and len(cards) > p and len(cards) % p == 0:
-            kinds.append(tuple(tuple(cards[i:i + p]) for i in range(0, len(cards), p)))
-            labels.append(f"{p}×{label}")
-        else:  # a machine's group p does not cut stays whole; machines of one GPU are whole already
-            kinds.append((tuple(cards),) if one else tuple(units))
+        if len({cluster.devices[g].node for g in cards}) > 1:
+            kinds.append(tuple(units))
             labels.append(label)
+            continue
+        q = len(cards) // p if len(cards) > p else 0
+        if q:
+            kinds.append(tuple(tuple(cards[i * p:(i + 1) * p]) for i in range(q)))
+            labels.append(f"{p}×{label}")
+        if len(cards) > q * p:
+            kinds.append((tuple(cards[q * p:]),))
+            labels.append(f"{len(cards) - q * p}×{label}")
     return NodeKinds(tuple(kinds), tuple(labels))
 
 
-def _part_sizes(cluster: Any, fine: NodeKinds) -> list[int]:
-    """Part sizes of `split_kinds`, coarsest first: the proper divisors of each one-machine kind's size."""
-    sizes = {len(units) for units in fine.kinds if len({cluster.devices[u[0]].node for u in units}) == 1}
-    return sorted({p for n in sizes for p in range(1, n) if n % p == 0}, reverse=True)
+def _part_sizes(cluster: Any, fine: NodeKinds, fits: Callable[[list[int]], bool]) -> list[int]:
+    """Part sizes of `split_kinds`, coarsest first: the proper divisors of each one-machine kind's
+    size, and the fewest of its cards that hold the model (`fits`)."""
+    groups = [[g for u in units for g in u] for units in fine.kinds
+              if len({cluster.devices[u[0]].node for u in units}) == 1]
+    sizes = {p for cards in groups for p in range(1, len(cards)) if len(cards) % p == 0}
+    sizes |= {next((m for m in range(1, len(cards)) if fits(cards[:m])), 0) for cards in groups}
+    return sorted(sizes - {0}, reverse=True)
 
 
 def _whole_groups(cluster: Any, fits: Callable[[list[int]], bool]) -> Callable[[list[int]], bool]:
