@@ -208,3 +208,23 @@ def test_no_n_replicas_in_the_family_is_not_a_proof(cap: int, monkeypatch: pytes
         assert math.isfinite(stop.value.upper_bound) and stop.value.exit_code == 4
     with pytest.raises(InfeasibleError, match="cannot hold 3 replicas"):
         plan_deployment(model, cluster, replicas=3, tp="off")
+
+
+def test_a_family_answer_meeting_the_fluid_bound_is_proven(monkeypatch: pytest.MonkeyPatch) -> None:
+    """4 machines of 2 GPUs (81 GPU sets, above a limit lowered to 1), four micro-batches in
+    flight: each whole machine runs its pair at the fluid rate of its two GPUs, so 4 replicas meet
+    the fluid bound of all 8 and that proves them, though only whole machines were searched;
+    with one micro-batch in flight (the round trip bounds each replica) they do not, and the
+    answer is not proven."""
+    monkeypatch.setattr(units, "MAX_UNIT_VECTORS", 1)
+    monkeypatch.setattr(units, "MAX_SPLIT_VECTORS", 1)  # no cut: parts of one GPU would be exhaustive
+    devices = [{"name": f"h{h}-{i}", "gpu": "l4", "node": f"h{h}"} for h in range(4) for i in range(2)]
+    cluster = ClusterSpec.model_validate({"devices": devices, "tp": [1], "links": {
+        "intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 1.25}}})
+    for k, proven in ((4, True), (1, False)):
+        layers = [{"name": "layer", "repeat": 4, "cost": {"l4": 0.007}, "memory_gb": 2.0, "out_bytes": 262144}]
+        model = ModelSpec.model_validate({"name": "m", "layers": layers, "workload": {"batch": 8, "in_flight": k}})
+        d = plan_deployment(model, cluster, replicas=4, tp="off")
+        assert len(d.replicas) == 4 and d.solver == "replicas over whole machines"
+        assert d.optimal is proven
+        assert (d.upper_bound_tokens_per_s <= d.tokens_per_s * (1 + 1e-9)) is proven

@@ -273,7 +273,7 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
 
     method = "replicas over GPU sets" if units.gpus else "replicas"
     try:
-        if units.splits and count is not None:  # a fixed count above the GPU-set limit (deploy.units)
+        if units.family and count is not None:  # a fixed count above the GPU-set limit (deploy.units)
             usable = [g for g in range(len(cluster.devices)) if g not in dropped]
             found, where = search_family(units, run, count, (len(usable), float(base.capacity_gb[usable].sum()), need))
             method = f"replicas over {where}"
@@ -304,10 +304,13 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
     notes = [*head, *(f"replica {r}: {n}" for r, p in enumerate(plans) for n in p.notes if n not in head)]
     if found.stopped:
         notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
+    upper = _finite_bound(found, bound, [g for g in range(len(cluster.devices)) if g not in dropped])
+    optimal = found.optimal and all(p.optimal for p in plans)
+    if units.family and count is not None:  # the split family: its bound holds for every deployment
+        optimal = optimal or found.total >= upper * (1 - 1e-9)
     return Deployment(
-        replicas=tuple(plans), unused=unused, optimal=found.optimal and all(p.optimal for p in plans),
-        solver=method,
-        upper_bound_tokens_per_s=_finite_bound(found, bound, [g for g in range(len(cluster.devices)) if g not in dropped]), wall_time_s=found.wall_time_s, subproblems=found.solved,
+        replicas=tuple(plans), unused=unused, optimal=optimal, solver=method,
+        upper_bound_tokens_per_s=upper, wall_time_s=found.wall_time_s, subproblems=found.solved,
         stopped=found.stopped, notes=tuple(notes),
     )
 

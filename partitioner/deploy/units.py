@@ -20,9 +20,9 @@ units (exact over the partitions of those parts into N replicas) with at most MA
 vectors, coarsest first. So `--replicas 16` on 4 machines of 8 GPUs is 16 parts of 2. The best of
 the family is an answer with exactly N replicas. Parts of one GPU are every partition of the GPUs,
 so where that member is searched (at most MAX_SPLIT_VECTORS GPU sets) to the end the answer is
-proven as the GPU-unit search proves it; otherwise it is not proven (other partitions are not
-searched) and its upper bound is the fluid bound of every usable GPU (partitioner.deploy.bounds:
-additive over GPUs, so no deployment of disjoint replicas exceeds it).
+proven as the GPU-unit search proves it; otherwise its upper bound is the fluid bound of every
+usable GPU (partitioner.deploy.bounds: additive over GPUs, so no deployment of disjoint replicas
+exceeds it), and it is proven only where it meets that bound (other partitions are not searched).
 
 Under `--tp node` (a machine is one TP group) a replica holds, per machine, the whole machine
 or a TP degree the machine allows (as the node packing, partitioner.deploy.split, allows).
@@ -57,6 +57,7 @@ class Units:
     fits: Callable[[list[int]], bool]
     note: str = ""
     splits: tuple[tuple[int, NodeKinds], ...] = ()  # a fixed count above the limit: (part size, parts)
+    family: bool = False  # a fixed count above the limit: whole machines and `splits` (search_family)
 
 
 def search_units(cluster: Any, count: int | None, tp: str, fits: Callable[[list[int]], bool]) -> Units:
@@ -73,10 +74,11 @@ def search_units(cluster: Any, count: int | None, tp: str, fits: Callable[[list[
     parts = ((p, split_kinds(cluster, fine, p)) for p in _part_sizes(cluster, fine, fits_units))
     splits = tuple((p, kinds) for p, kinds in parts if math.prod(n + 1 for n in kinds.counts) <= MAX_SPLIT_VECTORS)
     sizes = ", ".join(str(p) for p, _ in splits)
-    return Units(nodes, False, fits_units, splits=splits, note=(
+    return Units(nodes, False, fits_units, splits=splits, family=True, note=(
         f"--replicas {count}: more than {MAX_UNIT_VECTORS} GPU sets; searched whole machines"
-        + (f", then machines cut into parts of {sizes} GPUs" if splits else "")
-        + ("" if any(p == 1 for p, _ in splits) else " (not every split of the GPUs, so not proven)")))
+        + (f", then machines cut into parts of {sizes} GPU{'' if sizes == '1' else 's'}" if splits else "")
+        + ("" if any(p == 1 for p, _ in splits) else
+           " (not every split of the GPUs: proven only where the answer meets the upper bound)")))
 
 
 def split_kinds(cluster: Any, fine: NodeKinds, p: int) -> NodeKinds:
