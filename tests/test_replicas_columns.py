@@ -176,3 +176,25 @@ def test_columns_ctrl_c_and_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plan_mod, "replica_planner", real)
     with pytest.raises(SolverError, match="not proven"):  # out of time is not infeasibility
         plan_deployment(model, cluster, replicas="auto", tp="off", time_limit_s=1e-9)
+
+
+def test_no_integer_split_is_infeasible_in_column_mode_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One A100 and two T4s, three 9 GB layers: the T4 pair passes the memory test (30 GB) but no
+    split fits it (18 GB on one 15 GB card), so 2 replicas do not exist. Column generation's LP
+    takes that pair before it is solved; its integer step then finds no 2 replicas, and that is the
+    exact recursion's error type (InfeasibleError, exit code 3), not bad input."""
+    from partitioner.errors import InfeasibleError
+
+    layers = [{"name": "layer", "repeat": 3, "cost": {"a100-40gb": 1.4e-3, "t4": 7.5e-3}, "memory_gb": 9.0,
+               "out_bytes": 262144}]
+    model = ModelSpec.model_validate({"name": "m", "layers": layers, "workload": {"batch": 4, "in_flight": 1}})
+    devices = [{"name": "big", "gpu": "a100-40gb", "node": "a"}, {"name": "s0", "gpu": "t4", "node": "b"},
+               {"name": "s1", "gpu": "t4", "node": "c"}]
+    cluster = ClusterSpec.model_validate({"devices": devices, "links": {
+        "intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}})
+    with pytest.raises(InfeasibleError, match="cannot hold 2 replicas"):
+        plan_deployment(model, cluster, replicas=2, tp="off")
+    monkeypatch.setattr(rep, "MAX_STATES", 1)
+    with pytest.raises(InfeasibleError, match="cannot hold 2 replicas"):
+        plan_deployment(model, cluster, replicas=2, tp="off")
+    assert len(plan_deployment(model, cluster, replicas=1, tp="off").stages) >= 1

@@ -123,3 +123,32 @@ def test_fixed_count_with_machines_as_tp_groups(seed: int) -> None:
     d = plan_deployment(model, cluster, replicas=2, tp="node")
     assert len(d.replicas) == 2
     assert d.tokens_per_s == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("replicas", [2, "auto"])
+def test_relabelled_replica_maps_gpus_by_kind(replicas: int | str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two machines of one node kind that list their cards in different orders ([4090, 3090] and
+    [3090, 4090]): the second replica reuses the first one's plan moved onto the other machine
+    (whole nodes: GPU units switched off), and each stage lands on a card of the GPU it was planned
+    for, with that card's listed position as its ordinal (a positional map sent the 4090's layers
+    to the 3090)."""
+    from partitioner.deploy import units
+
+    monkeypatch.setattr(units, "MAX_UNIT_VECTORS", 1)
+    layers = [{"name": "layer", "repeat": 8, "cost": {"rtx-4090": 0.004, "rtx-3090": 0.009}, "memory_gb": 3.5,
+               "out_bytes": 262144}]
+    model = ModelSpec.model_validate({"name": "m", "layers": layers, "workload": {"batch": 8}})
+    devices = [{"name": "a0", "gpu": "rtx-4090", "node": "a"}, {"name": "a1", "gpu": "rtx-3090", "node": "a"},
+               {"name": "b0", "gpu": "rtx-3090", "node": "b"}, {"name": "b1", "gpu": "rtx-4090", "node": "b"}]
+    cluster = ClusterSpec.model_validate({"devices": devices, "tp": [1], "links": {
+        "intra_node": "pcie4", "inter_node": {"latency_ms": 1.0, "bandwidth_gb_s": 0.125}}})
+    d = plan_deployment(model, cluster, replicas=replicas, tp="off")
+    assert len(d.replicas) == 2 and not d.unused
+    gpu = {x.name: x.gpu_id for x in cluster.devices}
+    listed = {x.name: [y.name for y in cluster.devices if y.node == x.node].index(x.name) for x in cluster.devices}
+    for p in d.replicas:
+        assert len({st.node for st in p.stages}) == 1
+        for st in p.stages:
+            assert st.gpu == gpu[st.device] and st.ordinal == listed[st.device]
+    a, b = ({st.gpu: st.end - st.start for st in p.stages} for p in d.replicas)
+    assert a == b and a["rtx-4090"] > a["rtx-3090"]  # the same plan on each machine

@@ -49,3 +49,23 @@ def test_each_replica_sized_on_its_own_gpus() -> None:
         devices = tuple(index[st.device] for st in p.stages)
         cuts = (*(st.start for st in p.stages), p.stages[-1].end)
         assert p.serving.kv_tokens == capacity(full, devices, cuts).kv_tokens
+
+
+@pytest.mark.parametrize("order", [[1, 3], [2, 0, 1]])
+def test_engine_order_restrict_keeps_pool_and_serving_fields(order: list[int]) -> None:
+    """`engine_order.restrict` (the fixed-order sub-problem of `plan --engine`) keeps the workload
+    and sizes the engine's pool on its own rows, as select_rows does."""
+    from partitioner.problem import Problem
+    from partitioner.solvers import engine_order
+
+    model, cluster = _pair()
+    full = build_tables(model, cluster)
+    sub = engine_order.restrict(Problem(full, M=2), order)
+    assert sub.order == "fixed"
+    t = sub.tables
+    assert t.kv_pool is not None and t.prefill_cost is not None and t.weight_gb is not None
+    assert (t.batch, t.in_flight, t.context, t.engine_id) == (full.batch, full.in_flight, full.context, full.engine_id)
+    cuts = tuple(round(i * full.L / len(order)) for i in range(len(order) + 1))
+    got = capacity(t, tuple(range(len(order))), cuts)
+    assert got.kv_tokens == capacity(full, tuple(order), cuts).kv_tokens
+    assert t.device_names == tuple(full.device_names[g] for g in order)

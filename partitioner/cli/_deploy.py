@@ -117,8 +117,9 @@ def render_deployment(d: Any) -> None:
     for note in d.notes:
         console.print(f"note: {note}")
     if d.optimal:
-        space = ("every split of the GPUs into replicas" if d.solver == "replicas over GPU sets"
-                 else "node kinds")  # partitioner.deploy.units
+        space = ("every split of the GPUs into replicas"  # partitioner.deploy.units (a split family: bound met)
+                 if d.solver == "replicas over GPU sets" or d.solver.startswith("replicas over machines")
+                 else "node kinds")
         console.print(f"proven optimal over {space} ({d.subproblems} replica solves)")
     elif d.solver == "separate pipelines":  # partitioner.planning: no bound over layouts
         console.print(f"not proven over replica layouts ({d.subproblems} replica solves)")

@@ -38,7 +38,7 @@ import numpy as np
 from partitioner.deploy import closing
 from partitioner.deploy.closing import _close, _integer
 from partitioner.deploy.pricing import _Master, _tail
-from partitioner.errors import InfeasibleError, InputError, SolverError
+from partitioner.errors import InfeasibleError, SolverError
 from partitioner.solvers.budget import now
 
 __all__ = ["search_columns", "MAX_COLUMNS", "count_vectors"]
@@ -211,7 +211,7 @@ def search_columns(nk: Any, value: Callable[[list[int]], Any], *, replicas: int 
             raise SolverError(f"not proven: the search stopped ({stopped}) after {len(solved)} replica solves "
                               f"before it found {replicas} replicas (gap unknown); raise --time-limit")
         if replicas is not None and any(t > 0 for t, _ in solved.values()):
-            raise InputError(f"the cluster cannot hold {replicas} replicas of the model")
+            raise InfeasibleError(f"the cluster cannot hold {replicas} replicas of the model")
         if stopped:  # out of time is not impossibility; the LP bound so far still holds
             err = SolverError(f"not proven: the search stopped ({stopped}) before a replica was solved; "
                               "raise --time-limit")

@@ -8,7 +8,9 @@ search (partitioner.deploy.replicas, columns). With `pairs:` every node is its o
 `gpu_kinds` is the finer unit a fixed replica count searches on small clusters: every GPU is a
 unit, and the GPUs of one node with the same GPU and usable memory are one kind (they share
 the node's links), as are machines of one GPU with the same GPU and usable memory (whole nodes,
-as above); with `pairs:` every GPU is its own kind. A count vector over these kinds is
+as above). Under `pairs:` a card no pair names keeps that kind (its links are the defaults), and a
+card a pair names shares a kind only with cards it can be swapped with, every link unchanged (the
+two NVLink-bridged A100s of examples/clusters/a100-l4-t4.yaml are one kind). A count vector over these kinds is
 any set of GPUs up to that symmetry, so the replica search's recursion runs over every partition
 of the GPUs: several replicas on one machine, a replica over parts of several machines.
 """
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["NodeKinds", "node_kinds", "gpu_kinds"]
+
+_PAIRED = object()  # marks the kind of a card a `pairs:` entry names (gpu_kinds)
 
 
 @dataclass(frozen=True)
@@ -59,13 +63,26 @@ def gpu_kinds(cluster: Any) -> NodeKinds:
     """Every GPU a unit, grouped into interchangeable kinds (module doc)."""
     per_node = {d.node: sum(1 for e in cluster.devices if e.node == d.node) for d in cluster.devices}
     kinds: dict[Any, list[tuple[int, ...]]] = {}
+    paired = {name for pair in cluster.pairs for name in (pair.from_, pair.to)}
     for g, d in enumerate(cluster.devices):
         sig = (d.gpu_id, round(cluster.capacity_gb(d), 9))
         # a machine of one GPU is a whole node: interchangeable with its like (as node_kinds)
-        key = g if cluster.pairs else (sig, cluster.tp_sizes(d.node)) if per_node[d.node] == 1 else (d.node, *sig)
+        key: Any = (sig, cluster.tp_sizes(d.node)) if per_node[d.node] == 1 else (d.node, *sig)
+        if d.name in paired:  # a card a pair names: its like only where swapping the two keeps every link
+            key = next((k for k, units in kinds.items() if k[0] is _PAIRED and k[1] == key
+                        and _swappable(cluster, units[0][0], g)), (_PAIRED, key, g))
         kinds.setdefault(key, []).append((g,))
     labels = tuple(f"{cluster.devices[units[0][0]].gpu_id}@{cluster.devices[units[0][0]].node}" for units in kinds.values())
     return NodeKinds(tuple(tuple(v) for v in kinds.values()), labels)
+
+
+def _swappable(cluster: Any, g: int, h: int) -> bool:
+    """Whether exchanging cards g and h (same node, GPU and memory) leaves every link as it is."""
+    devs, a, b = cluster.devices, cluster.devices[g], cluster.devices[h]
+    if cluster.link(a, b) != cluster.link(b, a):
+        return False
+    return all(cluster.link(a, x) == cluster.link(b, x) and cluster.link(x, a) == cluster.link(x, b)
+               for i, x in enumerate(devs) if i not in (g, h))
 
 
 def _counts(items: list[str]) -> list[tuple[str, int]]:

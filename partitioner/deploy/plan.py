@@ -191,7 +191,7 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
     from partitioner.deploy.groups import solve_groups, to_plan
     from partitioner.deploy.replicas import search_replicas
     from partitioner.deploy.split import Bundle, NodeSplit
-    from partitioner.deploy.units import search_units
+    from partitioner.deploy.units import search_family, search_units
 
     model, cluster, engine, solver, M, regime = (request.model, request.cluster, request.engine, request.solver,
                                                  request.M, request.regime)
@@ -275,15 +275,25 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
         nk, cluster, serve_value, bound, getattr(serve_value, "upper", None), fits,
         allowed=lambda node: cluster.tp_sizes(cluster.devices[node[0]].node) if tp == "node" else None,
         cap=known_upper if serve and known is not None else math.inf)
-    try:  # GPU units: a later replica is planned again on its own GPUs (a relabelled plan could break
-        # the listed order or an engine's rank order where GPU kinds interleave in a machine)
-        found = search_replicas(nk, split.value, replicas=count, fits=units.fits,
-                                bound=bound if split is serve_value else split, fluid=bound.fluid,
-                                time_limit_s=left(), progress=progress,
-                                upper_of=getattr(split, "upper_of", getattr(split, "upper", None)),
-                                cluster=None if units.gpus else cluster,
-                                quick=getattr(split, "quick", None), complete=getattr(split, "complete", None),
-                                seed=serve)
+
+    def run(kinds: Any, gpus: bool) -> Any:  # GPU units: a later replica is planned again on its own GPUs (a
+        # relabelled plan could break the listed order or an engine's rank order where GPU kinds interleave)
+        return search_replicas(kinds, split.value, replicas=count, fits=units.fits,
+                               bound=bound if split is serve_value else split, fluid=bound.fluid,
+                               time_limit_s=left(), progress=progress,
+                               upper_of=getattr(split, "upper_of", getattr(split, "upper", None)),
+                               cluster=None if gpus else cluster,
+                               quick=getattr(split, "quick", None), complete=getattr(split, "complete", None),
+                               seed=serve)
+
+    method = "replicas over GPU sets" if units.gpus else "replicas"
+    try:
+        if units.family and count is not None:  # a fixed count above the GPU-set limit (deploy.units)
+            usable = [g for g in range(len(cluster.devices)) if g not in dropped]
+            found, where = search_family(units, run, count, (len(usable), float(base.capacity_gb[usable].sum()), need))
+            method = f"replicas over {where}"
+        else:
+            found = run(nk, units.gpus)
     except SolverError as exc:  # stopped before an answer: say so with the bound that holds
         usable = [g for g in range(len(cluster.devices)) if g not in dropped]
         raise SearchStopped(str(exc), min(float(bound.fluid(usable)), float(getattr(exc, "upper_bound", math.inf)))) from None
@@ -309,10 +319,13 @@ def plan_request(request: PlanRequest, progress: Callable[..., None] | None = No
     notes = [*head, *(f"replica {r}: {n}" for r, p in enumerate(plans) for n in p.notes if n not in head)]
     if found.stopped:
         notes.append(f"search stopped ({found.stopped}) after {found.solved} replica solves: best found so far")
+    upper = _finite_bound(found, bound, [g for g in range(len(cluster.devices)) if g not in dropped])
+    optimal = found.optimal and all(p.optimal for p in plans)
+    if units.family and count is not None:  # the split family: its bound holds for every deployment
+        optimal = optimal or found.total >= upper * (1 - 1e-9)
     return Deployment(
-        replicas=tuple(plans), unused=unused, optimal=found.optimal and all(p.optimal for p in plans),
-        solver="replicas over GPU sets" if units.gpus else "replicas",
-        upper_bound_tokens_per_s=_finite_bound(found, bound, [g for g in range(len(cluster.devices)) if g not in dropped]), wall_time_s=found.wall_time_s, subproblems=found.solved,
+        replicas=tuple(plans), unused=unused, optimal=optimal, solver=method,
+        upper_bound_tokens_per_s=upper, wall_time_s=found.wall_time_s, subproblems=found.solved,
         stopped=found.stopped, notes=tuple(notes),
     )
 

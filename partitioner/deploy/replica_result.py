@@ -111,22 +111,43 @@ def _place(nk: NodeKinds, chosen: list[tuple[int, ...]], k: int, memo: dict[tupl
         return value(nk.devices(chosen[k], offset))
     names: dict[str, str] = {}
     nodes: dict[str, str] = {}
+    ordinals: dict[str, int] = {}
     for kind, n in enumerate(chosen[k]):
         for src, dst in zip(nk.kinds[kind][:n], nk.kinds[kind][offset[kind]:offset[kind] + n], strict=True):
             nodes[cluster.devices[src[0]].node] = cluster.devices[dst[0]].node
-            names.update({cluster.devices[a].name: cluster.devices[b].name for a, b in zip(src, dst, strict=True)})
-    return _relabel(memo[chosen[k]][1], names, nodes)
+            names.update({cluster.devices[a].name: cluster.devices[b].name for a, b in _by_gpu(cluster, src, dst)})
+            ordinals.update({cluster.devices[b].name: i for i, b in enumerate(dst)})
+    return _relabel(memo[chosen[k]][1], names, nodes, ordinals)
 
 
-def _relabel(plan: Any, names: dict[str, str], nodes: dict[str, str]) -> Any:
-    """`plan` with its devices and nodes renamed (a Bundle: each of its plans)."""
+def _by_gpu(cluster: Any, src: tuple[int, ...], dst: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The devices of node `src` paired with those of node `dst` (one node kind: the same GPUs
+    and usable memory, partitioner.deploy.kinds) GPU for GPU: the i-th card of each GPU in listed
+    order, so a node listing [4090, 3090] maps onto one listing [3090, 4090] card by kind, not
+    by position."""
+    def key(g: int) -> tuple[str, float]:
+        return cluster.devices[g].gpu_id, round(cluster.capacity_gb(cluster.devices[g]), 9)
+
+    return list(zip(sorted(src, key=key), sorted(dst, key=key), strict=True))  # stable: listed order within a GPU
+
+
+def _relabel(plan: Any, names: dict[str, str], nodes: dict[str, str], ordinals: dict[str, int] | None = None) -> Any:
+    """`plan` with its devices and nodes renamed (a Bundle: each of its plans); `ordinals`: the
+    renamed devices' listed positions on their nodes (a stage's is its first device's)."""
     import dataclasses
 
     if hasattr(plan, "plans") and not hasattr(plan, "stages"):
-        return dataclasses.replace(plan, plans=tuple(_relabel(p, names, nodes) for p in plan.plans))
-    stages = tuple(dataclasses.replace(st, device="+".join(names.get(d, d) for d in st.device.split("+")),
-                                       node=nodes.get(st.node, st.node),
-                                       members=tuple(names.get(m, m) for m in st.members)) for st in plan.stages)
+        return dataclasses.replace(plan, plans=tuple(_relabel(p, names, nodes, ordinals) for p in plan.plans))
+    at = ordinals or {}
+
+    def moved(st: Any) -> Any:
+        device = "+".join(names.get(d, d) for d in st.device.split("+"))
+        members = tuple(names.get(m, m) for m in st.members)
+        first = members[0] if members else device
+        return dataclasses.replace(st, device=device, node=nodes.get(st.node, st.node), members=members,
+                                   ordinal=at.get(first, st.ordinal))
+
+    stages = tuple(moved(st) for st in plan.stages)
     frontier = tuple({**f, "devices": ["+".join(names.get(d, d) for d in str(x).split("+")) for x in f["devices"]]}
                      if "devices" in f else f for f in plan.frontier)
     return dataclasses.replace(plan, stages=stages, frontier=frontier)

@@ -201,19 +201,21 @@ def _recursion(N: tuple[int, ...], val: Callable[[tuple[int, ...]], float], xs: 
     the candidates x are pruned when bound(x) + F(n - x) cannot beat the best (xs sorted by
     bound, descending, so the loop stops at the first such x)."""
     cache: dict[tuple[tuple[int, ...], int], tuple[float, tuple[tuple[int, ...], ...]]] = {}
+    X = np.array(xs, dtype=np.int64).reshape(len(xs), len(N))  # the candidates that fit n, found at once
 
     def f(n: tuple[int, ...], r: int) -> tuple[float, tuple[tuple[int, ...], ...]]:
         if r == 0:
             return (0.0, ())
         if replicas is None:
             r = 1 << 30  # auto: any number of replicas, so the count is not part of the state
+        elif sum(n) < r:  # each replica takes a unit at least
+            return (-math.inf, ())
         key = (n, r)
         if key in cache:
             return cache[key]
         best: tuple[float, tuple[tuple[int, ...], ...]] = (0.0, ()) if replicas is None else (-math.inf, ())
-        for x in xs:
-            if not all(a <= b for a, b in zip(x, n, strict=True)):
-                continue
+        for i in np.flatnonzero((np.array(n) >= X).all(axis=1)).tolist():
+            x = xs[i]
             rest_n = tuple(b - a for a, b in zip(x, n, strict=True))
             if F is not None:
                 top = F(rest_n, r - 1)[0]

@@ -31,7 +31,7 @@ from dataclasses import replace
 import numpy as np
 
 from partitioner.errors import InfeasibleError, InputError
-from partitioner.problem import CostTables, Problem, Solution, evaluate, lex_compare, objective_key
+from partitioner.problem import Problem, Solution, evaluate, lex_compare, objective_key, select_rows
 from partitioner.registry import LAUNCH_TARGETS
 from partitioner.solvers import engine_clock, engine_sequences
 from partitioner.solvers.budget import Budget
@@ -69,16 +69,9 @@ def forced(problem: Problem, order: Sequence[int]) -> tuple[Problem, float]:
 
 
 def restrict(problem: Problem, order: Sequence[int]) -> Problem:
-    """The fixed-order sub-problem on devices `order` (in that order)."""
-    t, idx = problem.tables, list(order)
-    sub = CostTables(
-        cost=t.cost[idx], memory_gb=t.memory_gb, cut_bytes=t.cut_bytes, capacity_gb=t.capacity_gb[idx],
-        latency_s=t.latency_s[idx][:, idx], bandwidth_Bps=t.bandwidth_Bps[idx][:, idx],
-        layer_names=t.layer_names, device_names=tuple(t.device_names[g] for g in idx),
-        gpu_names=tuple(t.gpu_names[g] for g in idx), node_names=tuple(t.node_names[g] for g in idx),
-        layer_kinds=t.layer_kinds, params=t.params, tied_gb=t.tied_gb, model_name=t.model_name,
-    )
-    return replace(problem, tables=sub, order="fixed")
+    """The fixed-order sub-problem on devices `order` (in that order): every per-row field sliced
+    (`select_rows`: the engine's KV pool and prefill costs too), the serving fields kept."""
+    return replace(problem, tables=select_rows(problem.tables, list(order)), order="fixed")
 
 
 def solve(
