@@ -167,7 +167,7 @@ def test_no_block_once_the_time_limit_is_spent(pair: Path, monkeypatch: pytest.M
 
 
 def test_console_says_when_the_block_was_not_planned() -> None:
-    from partitioner.cli._answer import request_failure_lines
+    from partitioner.cli._failure import request_failure_lines
 
     assert request_failure_lines(None) == []
     assert request_failure_lines((None,)) == ["one machine lost: not planned (no time left under --time-limit, or Ctrl-C)"]

@@ -61,7 +61,7 @@ def _multi_gpu(seed: int) -> tuple[ModelSpec, ClusterSpec]:
 @pytest.mark.parametrize("tp", ["off", "node", "auto"])
 def test_vectorized_bound_equals_the_device_set_bound(seed: int, tp: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import partitioner.deploy.replicas as r
-    import partitioner.deploy.units as units
+    from partitioner.deploy import units
 
     # machine units: the vectorized bound counts a kind's units as machines (partitioner.deploy.bounds);
     # with GPU units (partitioner.deploy.units) a unit is one GPU and the two bounds differ, both valid

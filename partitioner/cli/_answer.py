@@ -5,8 +5,7 @@ then the plan (one pipeline: the stage table and closed forms; several: the repl
 paper's least-τ_max plan in one line when it differs, what one machine's loss costs, and the
 `vllm bench serve` command that measures the answer (partitioner.calibrate.bench_command).
 JSON: the plan's (or deployment's) own document plus `objective_choice`, `paper_plan` and
-`failure`. `failure_lines` prints the failure block of explicit requests too (partitioner.cli.plan,
-_deploy).
+`failure`; the failure block's lines are partitioner.cli._failure's, which explicit requests use too.
 """
 
 from __future__ import annotations
@@ -15,10 +14,10 @@ from typing import Any
 
 import click
 
+from partitioner.cli._failure import failure_lines
 from partitioner.cli._output import fmt_time
 
-__all__ = ["run_answer", "answer_lines", "answer_extra", "failure_lines", "request_failure_block", "request_failure_lines",
-           "failure_json"]
+__all__ = ["run_answer", "answer_lines", "answer_extra"]
 
 
 def run_answer(model: Any, cluster: Any, choice: Any, *, inputs: tuple[str, str], M: int, regime: str, solver: str,
@@ -114,56 +113,6 @@ def answer_lines(ans: Any, result: Any) -> list[str]:
             lines.append(f"{head}: {cmd}")
             lines.append("  then: partition calibrate bench bench.json --plan PLAN.json --model MODEL.yaml --cluster CLUSTER.yaml --write-cluster CLUSTER.calibrated.yaml")
     return lines
-
-
-def failure_lines(f: Any) -> list[str]:
-    """What one machine's loss costs (a partitioner.planning.serving.Failure, or None: no lines),
-    for the default answer and every explicit request on several machines alike."""
-    if f is None or not f.losses:
-        return []
-    w = f.worst
-    cost = f"−{1 - w.tokens_per_s / f.tokens_per_s:.1%}" if f.tokens_per_s > 0 else "—"
-    lines = [f"one machine lost: worst case {w.tokens_per_s:,.4g} tokens/s ({cost}) without one {w.kind} "
-             f"machine ({_names(w.machines)})"]
-    for loss in f.losses:
-        lines.append(f"  without one {loss.kind} machine ({_names(loss.machines)}): {loss.tokens_per_s:,.4g} tokens/s")
-    return lines
-
-
-def request_failure_block(request: Any, result: Any, export: str | None, since: int) -> tuple[Any] | None:
-    """(the failure block or None,) of an explicit request on several machines
-    (partitioner.planning.failure; none after a Ctrl-C since the interrupts count `since`); None on
-    one machine, for an answer without tokens/s or under --export (nothing printed)."""
-    from partitioner.planning.failure import request_failure, tokens_of
-
-    if export is not None or len({d.node for d in request.cluster.devices}) < 2 or tokens_of(result) <= 0:
-        return None
-
-    return (request_failure(request, result, since),)
-
-
-def request_failure_lines(fail: tuple[Any] | None) -> list[str]:
-    """The console lines of `request_failure_block`'s result: the block, or why there is none."""
-    if fail is None:
-        return []
-    if fail[0] is None:
-        return ["one machine lost: not planned (no time left under --time-limit, or Ctrl-C)"]
-    return failure_lines(fail[0])
-
-
-def failure_json(result: Any, fail: tuple[Any] | None) -> str:
-    """The plan's (or deployment's) JSON, with `failure` (as the default answer's) when computed."""
-    if fail is None:
-        return str(result.to_json())
-    from partitioner.jsonio import dumps
-
-    doc = result.to_dict()
-    doc["failure"] = None if fail[0] is None else fail[0].to_dict()
-    return dumps(doc, indent=2) + "\n"
-
-
-def _names(nodes: tuple[str, ...]) -> str:
-    return ", ".join(nodes) if len(nodes) <= 3 else f"{nodes[0]} … {nodes[-1]}, any of {len(nodes)}"
 
 
 def answer_extra(ans: Any) -> dict[str, Any]:

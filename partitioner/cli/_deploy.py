@@ -33,7 +33,7 @@ def run_deploy(request: Any, *, inputs: tuple[str, str], as_json: bool, out: str
     mark = interrupts.count()
     with _progress(enabled=count != 1) as progress:
         result = route(request, Progress(note=note, replicas=progress))
-    from partitioner.cli._answer import failure_json, request_failure_block, request_failure_lines
+    from partitioner.cli._failure import failure_json, request_failure_block, request_failure_lines
 
     fail = request_failure_block(request, result, export, mark)  # what one machine's loss costs (several machines)
     text = failure_json(result, fail)

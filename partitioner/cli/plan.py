@@ -166,7 +166,7 @@ def plan(
     mark = interrupts.count()
     with line:
         result = route(request, Progress(note=_note, solve=_progress_printer(line), serve=_serve_progress(line)))
-    from partitioner.cli._answer import failure_json, request_failure_block
+    from partitioner.cli._failure import failure_json, request_failure_block
 
     fail = request_failure_block(request, result, export, mark) if objective == "serve" else None
     text = failure_json(result, fail)
@@ -187,7 +187,7 @@ def plan(
             even = even_baseline(build_problem(model, cluster, M=M, regime=regime, objective=objective, order=order,
                                                time_limit_s=time_limit, engine=engine), solver)
         render_plan(result, even)
-        from partitioner.cli._answer import request_failure_lines
+        from partitioner.cli._failure import request_failure_lines
 
         for text_line in request_failure_lines(fail):
             click.echo(text_line)
