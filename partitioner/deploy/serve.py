@@ -24,6 +24,13 @@ Each replica's search gets at most `replica_s` seconds, so one large replica (CP
 heterogeneous rows) cannot spend the whole command's time limit. Each replica's search prunes
 the batches that cannot beat its best so far and starts at the batch the previous replica chose
 (partitioner.serving.run, "Pruning": the best plan and the bound are unchanged by it).
+
+Late: once the command's time limit has run out, every search is cut short after its first batch
+and bounds nothing, so a replica planned after it skips the `auto` relaxation and takes the first
+uniform degree, lowest first, whose plan is disjoint (degree 1, single GPUs, always is): one search
+per replica instead of one per degree plus the relaxation's, so that the answer's remaining
+layouts (planning.serving) are each still planned and the command answers soon after its limit.
+Without a time limit nothing changes. The modes share the device tables at each batch.
 """
 
 from __future__ import annotations
@@ -69,11 +76,13 @@ class SeedRule:
 class ServeUnits:
     """The cluster's units (rows) of one TP mode and their tables at each batch B, cached."""
 
-    def __init__(self, model: Any, cluster: Any, tp: str, engine: str | None, sizes: tuple[int, ...] | None = None) -> None:
+    def __init__(self, model: Any, cluster: Any, tp: str, engine: str | None, sizes: tuple[int, ...] | None = None,
+                 base: dict[int, CostTables] | None = None) -> None:
         from partitioner.costs import build_tables
 
         self.model, self.cluster, self.engine = model, cluster, engine
         self._build = build_tables
+        self.base = {} if base is None else base  # device tables by batch, shared by the modes of one planner
         if tp == "off" or sizes == (1,):
             self.groups = [Group((g,), d.node) for g, d in enumerate(cluster.devices)]
         elif tp == "node":
@@ -87,7 +96,9 @@ class ServeUnits:
         """(device tables, unit tables) at batch B, in flight 1."""
         if B not in self.cache:
             m = self.model.with_batch(B, 1)
-            base = self._build(m, self.cluster, engine=self.engine)
+            if B not in self.base:
+                self.base[B] = self._build(m, self.cluster, engine=self.engine)
+            base = self.base[B]
             units = base if self.single else group_tables(m, self.cluster, self.groups, base, self.engine)
             self.cache[B] = (base, units)
         return self.cache[B]
@@ -106,12 +117,13 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
     that engine launches (then, or with a solver other than auto, quick is the full search)."""
     from partitioner.serving.search import search
 
-    relaxation = ServeUnits(model, cluster, tp, engine) if tp == "auto" else None
+    shared: dict[int, CostTables] = {}  # the device tables at each batch, built once for every mode
+    relaxation = ServeUnits(model, cluster, tp, engine, base=shared) if tp == "auto" else None
     if tp in ("auto", "uniform"):
         degrees = sorted({s for d in cluster.devices for s in cluster.tp_sizes(d.node)})
-        modes = [ServeUnits(model, cluster, "uniform", engine, sizes=(t,)) for t in degrees]
+        modes = [ServeUnits(model, cluster, "uniform", engine, sizes=(t,), base=shared) for t in degrees]
     else:
-        modes = [ServeUnits(model, cluster, tp, engine)]
+        modes = [ServeUnits(model, cluster, tp, engine, base=shared)]
     seeded = launch is None and solver == "auto"
     last = [None]  # the batch of the last replica planned (the next search starts there)
 
@@ -150,7 +162,8 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         quick = quick and seeded
         found: list[tuple[Any, tuple[Group, ...], bool]] = []
         upper = 0.0
-        if relaxation is not None:  # tp auto: its bound holds for every disjoint plan of any degrees
+        late = deadline is not None and time.monotonic() > deadline and len(modes) > 1  # module doc, "Late"
+        if relaxation is not None and not late:  # tp auto: its bound holds for every disjoint plan of any degrees
             got = run(relaxation, devices, quick)
             if got is not None:
                 upper = got[0].upper_bound
@@ -161,10 +174,12 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
                 got = run(units, devices, quick)
                 if got is None:
                     continue
-                if relaxation is None:
+                if relaxation is None or late:
                     upper = max(upper, got[0].upper_bound)
                 if got[2]:
                     found.append(got)
+                    if late:
+                        break
         if not found:
             raise InfeasibleError("no batch, in-flight count and split of these devices serves the model")
         res, groups, _ = max(found, key=lambda f: f[0].best.serving.tokens_per_s)
