@@ -27,7 +27,7 @@ def _cluster() -> ClusterSpec:
 def _plan(deadline: float | None, monkeypatch: pytest.MonkeyPatch) -> tuple[object, list[int]]:
     """(the replica's plan on every GPU, the row count of each search it ran)."""
     model, cluster = load_model(MODEL), _cluster()
-    limits, batches = serve_limits(model, None, None, 8)
+    limits, _ = serve_limits(model, None, None, 8)
     rows: list[int] = []
     real = search_mod.search
 
