@@ -27,7 +27,8 @@ the batches that cannot beat its best so far and starts at the batch the previou
 
 Late: once the command's time limit has run out, every search is cut short after its first batch
 and bounds nothing, so a replica planned after it skips the `auto` relaxation and takes the first
-uniform degree, lowest first, whose plan is disjoint (degree 1, single GPUs, always is): one search
+uniform degree, lowest first, whose plan is disjoint (degree 1, single GPUs, always is), and one
+whose limit ran out during its uniform degrees stops at the first disjoint plan found: one search
 per replica instead of one per degree plus the relaxation's, so that the answer's remaining
 layouts (planning.serving) are each still planned and the command answers soon after its limit.
 Without a time limit nothing changes. The modes share the device tables at each batch.
@@ -178,8 +179,8 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
                     upper = max(upper, got[0].upper_bound)
                 if got[2]:
                     found.append(got)
-                    if late:
-                        break
+                    if late or (deadline is not None and time.monotonic() > deadline):
+                        break  # module doc, "Late": the limit ran out, possibly during this replica
         if not found:
             raise InfeasibleError("no batch, in-flight count and split of these devices serves the model")
         res, groups, _ = max(found, key=lambda f: f[0].best.serving.tokens_per_s)
