@@ -180,14 +180,15 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
                 if got[2]:
                     found.append(got)
                     if late or (deadline is not None and time.monotonic() > deadline):
-                        break  # module doc, "Late": the limit ran out, possibly during this replica
+                        late = True  # module doc, "Late": the limit ran out, possibly during this replica;
+                        break  # the degrees not searched bound nothing
         if not found:
             raise InfeasibleError("no batch, in-flight count and split of these devices serves the model")
         res, groups, _ = max(found, key=lambda f: f[0].best.serving.tokens_per_s)
         best = res.best
         last[0] = best.serving.batch
         tps = best.serving.tokens_per_s
-        upper = math.inf if quick else max(upper, tps)
+        upper = math.inf if quick or late else max(upper, tps)
         gp = GroupPlan(best.problem, best.solution, groups, False, best.solution.lower_bound, res.solves)
         plan = to_plan(gp, cluster)
         optimal = bool(upper <= tps * (1 + 1e-9))
