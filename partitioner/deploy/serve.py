@@ -162,7 +162,7 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
     def planner(devices: list[int], quick: bool) -> tuple[Any, float, bool]:
         quick = quick and seeded
         found: list[tuple[Any, tuple[Group, ...], bool]] = []
-        upper = 0.0
+        upper, skipped = 0.0, False
         late = deadline is not None and time.monotonic() > deadline and len(modes) > 1  # module doc, "Late"
         if relaxation is not None and not late:  # tp auto: its bound holds for every disjoint plan of any degrees
             got = run(relaxation, devices, quick)
@@ -179,16 +179,18 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
                     upper = max(upper, got[0].upper_bound)
                 if got[2]:
                     found.append(got)
-                    if late or (deadline is not None and time.monotonic() > deadline):
-                        late = True  # module doc, "Late": the limit ran out, possibly during this replica;
-                        break  # the degrees not searched bound nothing
+                    if late or (deadline is not None and time.monotonic() > deadline):  # module doc, "Late"
+                        skipped = units is not modes[-1]  # the degrees not searched bound nothing
+                        break
         if not found:
             raise InfeasibleError("no batch, in-flight count and split of these devices serves the model")
         res, groups, _ = max(found, key=lambda f: f[0].best.serving.tokens_per_s)
         best = res.best
         last[0] = best.serving.batch
         tps = best.serving.tokens_per_s
-        upper = math.inf if quick or late else max(upper, tps)
+        # late with tp auto: the uniform degrees' bounds say nothing of plans mixing degrees
+        unproven = quick or (late and relaxation is not None) or (skipped and relaxation is None)
+        upper = math.inf if unproven else max(upper, tps)
         gp = GroupPlan(best.problem, best.solution, groups, False, best.solution.lower_bound, res.solves)
         plan = to_plan(gp, cluster)
         optimal = bool(upper <= tps * (1 + 1e-9))
