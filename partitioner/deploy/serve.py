@@ -26,6 +26,14 @@ whole-cluster one included, gets the budget a one-replica plan gets, and a user'
 only caps the wall clock (`left`: what is left of the whole command's). Each replica's search prunes
 the batches that cannot beat its best so far and starts at the batch the previous replica chose
 (partitioner.serving.run, "Pruning": the best plan and the bound are unchanged by it).
+
+Late: once the command's time limit has run out, every search is cut short after its first batch
+and bounds nothing, so a replica planned after it skips the `auto` relaxation and takes the first
+uniform degree, lowest first, whose plan is disjoint (degree 1, single GPUs, always is), and one
+whose limit ran out during its uniform degrees stops at the first disjoint plan found: one search
+per replica instead of one per degree plus the relaxation's, so that the answer's remaining
+layouts (planning.serving) are each still planned and the command answers soon after its limit.
+Without a time limit nothing changes. The modes share the device tables at each batch.
 """
 
 from __future__ import annotations
@@ -69,11 +77,13 @@ class SeedRule:
 class ServeUnits:
     """The cluster's units (rows) of one TP mode and their tables at each batch B, cached."""
 
-    def __init__(self, model: Any, cluster: Any, tp: str, engine: str | None, sizes: tuple[int, ...] | None = None) -> None:
+    def __init__(self, model: Any, cluster: Any, tp: str, engine: str | None, sizes: tuple[int, ...] | None = None,
+                 base: dict[int, CostTables] | None = None) -> None:
         from partitioner.costs import build_tables
 
         self.model, self.cluster, self.engine = model, cluster, engine
         self._build = build_tables
+        self.base = {} if base is None else base  # device tables by batch, shared by the modes of one planner
         if tp == "off" or sizes == (1,):
             self.groups = [Group((g,), d.node) for g, d in enumerate(cluster.devices)]
         elif tp == "node":
@@ -87,7 +97,9 @@ class ServeUnits:
         """(device tables, unit tables) at batch B, in flight 1."""
         if B not in self.cache:
             m = self.model.with_batch(B, 1)
-            base = self._build(m, self.cluster, engine=self.engine)
+            if B not in self.base:
+                self.base[B] = self._build(m, self.cluster, engine=self.engine)
+            base = self.base[B]
             units = base if self.single else group_tables(m, self.cluster, self.groups, base, self.engine)
             self.cache[B] = (base, units)
         return self.cache[B]
@@ -106,12 +118,13 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
     that engine launches (then, or with a solver other than auto, quick is the full search)."""
     from partitioner.serving.search import search
 
-    relaxation = ServeUnits(model, cluster, tp, engine) if tp == "auto" else None
+    shared: dict[int, CostTables] = {}  # the device tables at each batch, built once for every mode
+    relaxation = ServeUnits(model, cluster, tp, engine, base=shared) if tp == "auto" else None
     if tp in ("auto", "uniform"):
         degrees = sorted({s for d in cluster.devices for s in cluster.tp_sizes(d.node)})
-        modes = [ServeUnits(model, cluster, "uniform", engine, sizes=(t,)) for t in degrees]
+        modes = [ServeUnits(model, cluster, "uniform", engine, sizes=(t,), base=shared) for t in degrees]
     else:
-        modes = [ServeUnits(model, cluster, tp, engine)]
+        modes = [ServeUnits(model, cluster, tp, engine, base=shared)]
     seeded = launch is None and solver == "auto"
     last = [None]  # the batch of the last replica planned (the next search starts there)
 
@@ -148,8 +161,9 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
     def planner(devices: list[int], quick: bool) -> tuple[Any, float, bool]:
         quick = quick and seeded
         found: list[tuple[Any, tuple[Group, ...], bool]] = []
-        upper = 0.0
-        if relaxation is not None:  # tp auto: its bound holds for every disjoint plan of any degrees
+        upper, skipped = 0.0, False
+        late = deadline is not None and time.monotonic() > deadline and len(modes) > 1  # module doc, "Late"
+        if relaxation is not None and not late:  # tp auto: its bound holds for every disjoint plan of any degrees
             got = run(relaxation, devices, quick)
             if got is not None:
                 upper = got[0].upper_bound
@@ -160,17 +174,22 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
                 got = run(units, devices, quick)
                 if got is None:
                     continue
-                if relaxation is None:
+                if relaxation is None or late:
                     upper = max(upper, got[0].upper_bound)
                 if got[2]:
                     found.append(got)
+                    if late or (deadline is not None and time.monotonic() > deadline):  # module doc, "Late"
+                        skipped = units is not modes[-1]  # the degrees not searched bound nothing
+                        break
         if not found:
             raise InfeasibleError("no batch, in-flight count and split of these devices serves the model")
         res, groups, _ = max(found, key=lambda f: f[0].best.serving.tokens_per_s)
         best = res.best
         last[0] = best.serving.batch
         tps = best.serving.tokens_per_s
-        upper = math.inf if quick else max(upper, tps)
+        # late with tp auto: the uniform degrees' bounds say nothing of plans mixing degrees
+        unproven = quick or (late and relaxation is not None) or (skipped and relaxation is None)
+        upper = math.inf if unproven else max(upper, tps)
         gp = GroupPlan(best.problem, best.solution, groups, False, best.solution.lower_bound, res.solves)
         plan = to_plan(gp, cluster)
         optimal = bool(upper <= tps * (1 + 1e-9))
