@@ -37,7 +37,8 @@ def _plan(deadline: float | None, monkeypatch: pytest.MonkeyPatch) -> tuple[obje
 
     monkeypatch.setattr(search_mod, "search", counted)
     planner = serve_planner(model, cluster, tp="auto", engine=None, regime="async", order="free", solver="auto",
-                            limits=limits, batches=[1, 2], deadline=deadline)
+                            limits=limits, batches=[1, 2],
+                            left=lambda: None if deadline is None else max(0.0, deadline - time.monotonic()))
     return planner([0, 1, 2, 3]), rows
 
 

@@ -162,7 +162,7 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
         quick = quick and seeded
         found: list[tuple[Any, tuple[Group, ...], bool]] = []
         upper, skipped = 0.0, False
-        late = deadline is not None and time.monotonic() > deadline and len(modes) > 1  # module doc, "Late"
+        late = _spent(left) and len(modes) > 1  # module doc, "Late"
         if relaxation is not None and not late:  # tp auto: its bound holds for every disjoint plan of any degrees
             got = run(relaxation, devices, quick)
             if got is not None:
@@ -178,7 +178,7 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
                     upper = max(upper, got[0].upper_bound)
                 if got[2]:
                     found.append(got)
-                    if late or (deadline is not None and time.monotonic() > deadline):  # module doc, "Late"
+                    if late or _spent(left):  # module doc, "Late"
                         skipped = units is not modes[-1]  # the degrees not searched bound nothing
                         break
         if not found:
@@ -227,3 +227,9 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
     bound = for_serve(model, cluster, lambda B: build_tables(model.with_batch(B, 1), cluster, engine=engine), grid,
                       tp, engine, monotone=batches is None)
     return planner, bound
+
+
+def _spent(left: Callable[[], float | None]) -> bool:
+    """Whether the command's wall-clock cap has run out (`left()`: seconds left, None: no cap)."""
+    rest = left()
+    return rest is not None and rest <= 0.0
