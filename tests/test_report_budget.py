@@ -61,16 +61,31 @@ def _report(budget: Any, variations: tuple[Any, ...] = (), say: Any = lambda _: 
 
 
 def _after_points(monkeypatch: pytest.MonkeyPatch, n: int, event: Any) -> None:
-    """Call `event()` when the serve search records its n-th point (a fixed step of the search)."""
-    record = serve_run._Search.record
+    """Call `event()` when the serve search scores its n-th point (a fixed step of the search), by
+    either route: a point recorded per solve (serving.run) or one split scored out of every split
+    or the label DP's (serving.exhaustive)."""
+    from partitioner.serving import exhaustive
+
+    record, split_point = serve_run._Search.record, exhaustive.split_point
+    seen = [0]
+
+    def step() -> None:
+        seen[0] += 1
+        if seen[0] == n:
+            event()
 
     def counted(self: Any, point: Any) -> bool:
         out = record(self, point)
-        if len(self.all) == n:
-            event()
+        step()
         return out
 
+    def scored(*args: Any, **kw: Any) -> Any:
+        point = split_point(*args, **kw)
+        step()
+        return point
+
     monkeypatch.setattr(serve_run._Search, "record", counted)
+    monkeypatch.setattr(exhaustive, "split_point", scored)
 
 
 def test_the_work_budget_cuts_the_serve_search_and_says_so(clock: FakeClock) -> None:
@@ -165,9 +180,11 @@ def test_a_chart_interrupted_while_drawn_is_left_out(clock: FakeClock, monkeypat
 
 
 def test_report_is_byte_identical_beside_a_cpu_hog(tmp_path: Path) -> None:
-    """`partition report` with its default budget twice, once beside CPU hogs: the same Markdown and
-    JSON, byte for byte (its searches end on work, not on the clock; no --time-limit)."""
-    cmd = [sys.executable, "-c", "from partitioner.cli import main; main()", "report", MODEL, CLUSTER]
+    """`partition report` twice, once beside CPU hogs: the same Markdown and JSON, byte for byte (its
+    searches end on work, not on the clock; no --time-limit). `--work` is set so that the budget
+    cuts the serve search (the default lets the label search on l4x8 finish: nothing to cut)."""
+    cmd = [sys.executable, "-c", "from partitioner.cli import main; main()", "report", MODEL, CLUSTER,
+           "--work", str(WORK)]
     env = {k: v for k, v in os.environ.items() if k != "PARTITIONER_CPSAT_WORKERS"}
 
     def run(tag: str) -> tuple[bytes, bytes]:
