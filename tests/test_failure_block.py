@@ -1,6 +1,6 @@
 """What one machine's loss costs on explicit requests (partitioner.planning.failure): `--objective
-serve`, `--replicas N|auto` and `--tp` runs on several machines show the block the default answer
-shows, in the console and in --json, built by the same `failure_of`."""
+serve|balanced|…`, `--replicas N|auto` and `--tp` runs on several machines show the block the
+default answer shows, in the console and in --json, built by the same `failure_of`."""
 
 from __future__ import annotations
 
@@ -50,6 +50,27 @@ def test_objective_serve_loses_to_the_serve_plan_of_the_machine_left(pair: Path)
     assert f["tokens_per_s"] == pytest.approx(doc["serving"]["tokens_per_s"])
     assert f["worst"] == {"kind": "a100-80gb", "machines": ["n1", "n2"], "tokens_per_s": pytest.approx(alone)}
     assert 0 < alone < f["tokens_per_s"]
+
+
+def test_objective_balanced_loses_to_the_same_request_on_the_machine_left(pair: Path) -> None:
+    """A τ objective: the same request (its workload's batch and in-flight count) planned again on
+    the machine left, in --json and on the console; a loss the request no longer fits says so."""
+    from partitioner.api import plan
+
+    doc = _json([MODEL, str(pair), "--objective", "balanced"])
+    m, c = load_inputs(MODEL, pair)
+    alone = plan(m, without_node(c, "n2"), objective="balanced").serving.tokens_per_s
+    f = doc["failure"]
+    assert f["tokens_per_s"] == pytest.approx(doc["serving"]["tokens_per_s"])
+    assert f["worst"]["tokens_per_s"] == pytest.approx(alone)
+    out = CliRunner().invoke(main, ["plan", MODEL, str(pair), "--objective", "balanced"]).output
+    assert f"one machine lost: worst case {alone:,.4g} tokens/s" in out
+    from partitioner.cli._failure import failure_lines
+    from partitioner.planning.serving import Failure, Loss
+
+    lost = Loss(kind="a100-80gb", machines=("n1", "n2"), tokens_per_s=0.0)
+    lines = failure_lines(Failure(tokens_per_s=100.0, losses=(lost,)))
+    assert lines[1].endswith("0 tokens/s (the same request no longer fits)")
 
 
 def test_replicas_n_keeps_the_replicas_that_survive(pair: Path) -> None:

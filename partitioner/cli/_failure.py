@@ -16,11 +16,17 @@ def failure_lines(f: Any) -> list[str]:
         return []
     w = f.worst
     cost = f"−{1 - w.tokens_per_s / f.tokens_per_s:.1%}" if f.tokens_per_s > 0 else "—"
-    lines = [f"one machine lost: worst case {w.tokens_per_s:,.4g} tokens/s ({cost}) without one {w.kind} "
+    lines = [f"one machine lost: worst case {_rate(w.tokens_per_s)} ({cost}) without one {w.kind} "
              f"machine ({_names(w.machines)})"]
     for loss in f.losses:
-        lines.append(f"  without one {loss.kind} machine ({_names(loss.machines)}): {loss.tokens_per_s:,.4g} tokens/s")
+        lines.append(f"  without one {loss.kind} machine ({_names(loss.machines)}): {_rate(loss.tokens_per_s)}")
     return lines
+
+
+def _rate(tokens_per_s: float) -> str:
+    """A loss's tokens/s; 0 is the same request planned again finding no plan that runs it (for a
+    fixed workload: its batch x in-flight sequences no longer fit)."""
+    return f"{tokens_per_s:,.4g} tokens/s" if tokens_per_s > 0 else "0 tokens/s (the same request no longer fits)"
 
 
 def request_failure_block(request: Any, result: Any, export: str | None, since: int) -> tuple[Any] | None:

@@ -168,7 +168,7 @@ def plan(
         result = route(request, Progress(note=_note, solve=_progress_printer(line), serve=_serve_progress(line)))
     from partitioner.cli._failure import failure_json, request_failure_block
 
-    fail = request_failure_block(request, result, export, mark) if objective == "serve" else None
+    fail = request_failure_block(request, result, export, mark)  # every answer on several machines
     text = failure_json(result, fail)
     if out:
         from partitioner.cli._output import safe_write
