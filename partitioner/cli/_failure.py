@@ -20,7 +20,23 @@ def failure_lines(f: Any) -> list[str]:
              f"machine ({_names(w.machines)})"]
     for loss in f.losses:
         lines.append(f"  without one {loss.kind} machine ({_names(loss.machines)}): {_rate(loss.tokens_per_s)}")
-    return lines
+    return _wrapped(lines)
+
+
+def _wrapped(lines: list[str]) -> list[str]:
+    """`lines` wrapped at the terminal's width (partitioner.cli._output.terminal_width), each
+    continuation indented under its line; words are never split."""
+    import textwrap
+
+    from partitioner.cli._output import terminal_width
+
+    width = max(40, terminal_width())
+    out: list[str] = []
+    for line in lines:
+        lead = " " * (len(line) - len(line.lstrip(" ")) + 4)
+        out += textwrap.wrap(line, width=width, subsequent_indent=lead, break_long_words=False,
+                             break_on_hyphens=False) or [line]
+    return out
 
 
 def _rate(tokens_per_s: float) -> str:
