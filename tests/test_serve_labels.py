@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 from oracle import serve_instance, serve_points
-from test_serve_oracle import MODES, _limits
+from test_serve_oracle import MODES, _limits, _one_layer
 
 from partitioner.errors import InfeasibleError, PartitionerError, SolverError
 from partitioner.problem import RTOL, CostTables
@@ -120,17 +120,6 @@ def test_the_serve_search_above_the_threshold_equals_every_split(chunk: int) -> 
         assert found[0] == pytest.approx(listed[0], rel=1e-9) and found[1:3] == listed[1:3] == (True, "OPTIMAL")
         assert len(found[3]) == len(listed[3]), seed
         assert np.allclose(np.array(found[3]), np.array(listed[3]), rtol=1e-9, atol=0.0), seed
-
-
-def _one_layer(B: int) -> CostTables:
-    """One layer on one of three GPUs: decode 1, 5, 2 ms·B; prefill 50, 10, 20 ms."""
-    return CostTables(
-        cost=np.array([[1e-3], [5e-3], [2e-3]]) * B, memory_gb=np.ones(1), cut_bytes=np.zeros(1),
-        capacity_gb=np.full(3, 10.0), latency_s=np.zeros((3, 3)), bandwidth_Bps=np.full((3, 3), np.inf),
-        layer_names=("a",), device_names=("x", "y", "z"), gpu_names=("x", "y", "z"), node_names=("n",) * 3,
-        weight_gb=np.ones(1), kv_bytes_per_token=np.ones(1), context=1_000_000, batch=B, in_flight=1,
-        prefill_cost=np.array([[50e-3], [10e-3], [20e-3]]), prefill_cut_bytes=np.zeros(1), prompt_tokens=512,
-    )
 
 
 def test_past_its_work_the_label_search_says_not_proven_with_a_finite_bound(monkeypatch):
