@@ -17,6 +17,7 @@ The LP is solved with OR-Tools' GLOP (pywraplp), imported lazily.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -140,11 +141,21 @@ def fluid_bound(tables: CostTables) -> float:
             load.SetCoefficient(v, float(tables.cost[g, ly]))
             mem.SetCoefficient(v, float(tables.memory_gb[ly]))
             per_layer[int(ly)].append(v)
-    for vars_l in per_layer:
-        if not vars_l:
+    return least_B(solver, B, [(vars_l, 1.0) for vars_l in per_layer])
+
+
+def least_B(solver: Any, B: Any, shares: Sequence[tuple[Sequence[Any], float]]) -> float:
+    """Solve a fluid LP built on GLOP's coefficient API: each (variables, total) of `shares` sums
+    to its total, and B is minimised. B* less the LP tolerance (never above the true bound); inf
+    when it is infeasible or some share has no variable; SolverError when GLOP stops short of
+    optimal."""
+    from ortools.linear_solver import pywraplp
+
+    for vs, total in shares:
+        if not vs:
             return float("inf")
-        one = solver.Constraint(1.0, 1.0)
-        for v in vars_l:
+        one = solver.Constraint(float(total), float(total))
+        for v in vs:
             one.SetCoefficient(v, 1.0)
     objective = solver.Objective()
     objective.SetCoefficient(B, 1.0)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from partitioner.errors import SolverError
 from partitioner.problem import CostTables
 
 __all__ = ["shared_fluid_bound"]
@@ -48,7 +49,7 @@ def shared_fluid_bound(tables: CostTables, members: Sequence[Sequence[int]]) -> 
     no row). `members[r]` are the devices of row r."""
     from ortools.linear_solver import pywraplp
 
-    from partitioner.solvers.bounds import _room
+    from partitioner.solvers.bounds import _room, least_B
 
     solver = pywraplp.Solver.CreateSolver("GLOP")
     if solver is None:
@@ -76,18 +77,7 @@ def shared_fluid_bound(tables: CostTables, members: Sequence[Sequence[int]]) -> 
                 load[d].SetCoefficient(v, float(cost[r, j]))
                 if np.isfinite(room[r]) and room[r] > 0:
                     fill[d].SetCoefficient(v, float(mem[j]) / float(room[r]))
-    for col, vs in enumerate(per_col):
-        if not vs:
-            return float("inf")
-        one = solver.Constraint(float(count[col]), float(count[col]))
-        for v in vs:
-            one.SetCoefficient(v, 1.0)
-    objective = solver.Objective()
-    objective.SetCoefficient(B, 1.0)
-    objective.SetMinimization()
-    status = solver.Solve()
-    if status == pywraplp.Solver.INFEASIBLE:
-        return float("inf")
-    if status != pywraplp.Solver.OPTIMAL:
+    try:
+        return least_B(solver, B, list(zip(per_col, count, strict=True)))
+    except SolverError:  # GLOP short of optimal: no claim
         return 0.0
-    return float(B.solution_value()) * (1 - 1e-9)  # LP tolerance: never above the true bound
