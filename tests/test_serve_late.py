@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import partitioner.serving.search as search_mod
-from partitioner.deploy.serve import serve_planner
+from partitioner.deploy.serve import seconds_left, serve_planner
 from partitioner.models import load_model
 from partitioner.models.cluster import ClusterSpec
 from partitioner.planning.serve_limits import serve_limits
@@ -37,8 +37,7 @@ def _plan(deadline: float | None, monkeypatch: pytest.MonkeyPatch) -> tuple[obje
 
     monkeypatch.setattr(search_mod, "search", counted)
     planner = serve_planner(model, cluster, tp="auto", engine=None, regime="async", order="free", solver="auto",
-                            limits=limits, batches=[1, 2],
-                            left=lambda: None if deadline is None else max(0.0, deadline - time.monotonic()))
+                            limits=limits, batches=[1, 2], left=seconds_left(deadline))
     return planner([0, 1, 2, 3]), rows
 
 

@@ -50,7 +50,7 @@ from partitioner.deploy.replica_result import ReplicaPlanner
 from partitioner.errors import InfeasibleError, SolverError
 from partitioner.problem import CostTables
 
-__all__ = ["ServeUnits", "serve_planner", "SeedRule"]
+__all__ = ["ServeUnits", "serve_planner", "SeedRule", "seconds_left"]
 
 
 class SeedRule:
@@ -205,6 +205,13 @@ def serve_planner(model: Any, cluster: Any, *, tp: str, engine: str | None, regi
     return ReplicaPlanner(planner)
 
 
+def seconds_left(deadline: float | None) -> Callable[[], float | None]:
+    """`left` for serve_planner from a deadline on time.monotonic (None: no cap)."""
+    import time
+
+    return (lambda: None) if deadline is None else (lambda: max(0.0, deadline - time.monotonic()))
+
+
 def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regime: str, order: str, solver: str,
                  tpot_ms: float | None, ttft_ms: float | None, max_batch: int | None,
                  left: Callable[[], float | None] | None = None, launch: Any = None,
@@ -212,9 +219,7 @@ def serve_inputs(model: Any, cluster: Any, *, tp: str, engine: str | None, regim
     """(replica planner, replica bound) for the serve objective, with the limits of `serve_plan`;
     `left()` the seconds left of the command's wall-clock cap, or a `deadline` on time.monotonic."""
     if left is None:
-        import time
-
-        left = (lambda: None) if deadline is None else (lambda: max(0.0, deadline - time.monotonic()))
+        left = seconds_left(deadline)
     from partitioner.costs import build_tables
     from partitioner.deploy.bound_inputs import for_serve
     from partitioner.planning.serve_limits import serve_limits

@@ -98,7 +98,7 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
     from partitioner.deploy.kinds import node_kinds
     from partitioner.deploy.plan import _launch, _only_usable, _unsupported
     from partitioner.deploy.replica_result import _place
-    from partitioner.deploy.serve import serve_planner
+    from partitioner.deploy.serve import seconds_left, serve_planner
     from partitioner.errors import InfeasibleError
     from partitioner.planning.pipeline import launch_engine
     from partitioner.planning.serve_limits import serve_limits
@@ -114,8 +114,7 @@ def _several(model: Any, cluster: Any, *, regime: str, solver: str, order: str |
 
     def inputs(rule: Any) -> Any:  # the planner of serve_inputs, without its bound (never used here)
         return serve_planner(model, cluster, tp=tp, engine=engine, regime=regime, order=order_, solver=solver,
-                             limits=limits, batches=batches, launch=rule,
-                             left=lambda: None if deadline is None else max(0.0, deadline - time.monotonic()))
+                             limits=limits, batches=batches, launch=rule, left=seconds_left(deadline))
 
     base = build_tables(model.with_batch(1, 1), cluster, engine=engine)
     need = float((base.memory_gb if base.weight_gb is None else base.weight_gb).sum())
