@@ -128,7 +128,6 @@ class EngineSettings:
     sampler_copies: float = 0.0
     peak_rule: str = "torch_peak"  # vLLM: how the release measured its non-KV peak (module doc)
     allreduce_held: bool = False  # free_memory before v0.4: the caching allocator holds all-reduce inputs
-    pool_rule_since: str = ""  # the first release of that rule (presets/engines.yaml `pool_rules`)
 
     def fraction(self, tp: int = 1) -> float:
         """u: the share of engine-visible memory the engine may use; SGLang's default falls with the

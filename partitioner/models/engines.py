@@ -180,11 +180,10 @@ def resolve_settings(name: str | None, flags: dict[str, Any] | None = None, *, m
     values: dict[str, Any] = {k: v for k, v in base.items() if k in EngineSettings.__dataclass_fields__}
     values.update({k: float(v) for k, v in (spec.memory or {}).items()})
     values["version"] = str(values.get("version") or "")
-    since, rule = pool_rule(spec, values["version"])
+    rule = pool_rule(spec, values["version"])[1]
     if rule:
         values["peak_rule"] = str(rule["peak"])
         values["allreduce_held"] = bool(rule.get("allreduce_held", False))
-        values["pool_rule_since"] = since
         for key, value in (rule.get("settings") or {}).items():  # the release's own defaults, below the user's flags
             if key not in (flags or {}):
                 values[key] = value
