@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_default_answer import PAIR
 
 from partitioner.api import load_inputs
 from partitioner.cli import main
@@ -19,13 +20,6 @@ from partitioner.planning.request import PlanRequest
 from partitioner.planning.serving import failure_of
 
 MODEL = "examples/models/llama-3.1-8b.yaml"
-PAIR = """name: pair
-devices:
-  - {name: a, gpu: a100-80gb, node: n1}
-  - {name: b, gpu: a100-80gb, node: n2}
-links:
-  inter_node: 10gbe
-"""
 
 
 @pytest.fixture
